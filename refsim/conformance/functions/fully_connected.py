@@ -1,0 +1,1 @@
+"""Conformance adapters for kernels_py.fully_connected (to be written)."""

@@ -1,0 +1,1 @@
+"""Conformance adapters for kernels_py.layout (to be written)."""

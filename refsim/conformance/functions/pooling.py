@@ -1,0 +1,1 @@
+"""Conformance adapters for kernels_py.pooling (to be written)."""

@@ -1,0 +1,1 @@
+"""Conformance adapters for kernels_py.quantize (to be written)."""
