@@ -26,6 +26,7 @@ ADD_LEFT_SHIFT = 20
 @jit
 def wrap_int32(x):
     """Two's-complement narrowing to int32 (what a C ``(int32_t)`` cast of a wider value does)."""
+    x = int(x)  # numpy int32 scalars would overflow in plain-Python (NUMBA_DISABLE_JIT) mode
     return ((x + 0x80000000) & 0xFFFFFFFF) - 0x80000000
 
 
@@ -54,6 +55,7 @@ def doubling_high_mult(m1, m2):
     midpoint rounds away from zero. The single overflow, ``INT32_MIN * INT32_MIN``,
     saturates to ``INT32_MAX``.
     """
+    m1, m2 = int(m1), int(m2)
     if m1 == -0x80000000 and m2 == -0x80000000:
         return 0x7FFFFFFF
     nudge = 1 << 30
@@ -75,7 +77,7 @@ def doubling_high_mult_no_sat(m1, m2):
     (CMSIS-NN documents it as unhandled); requantization never meets it because
     multipliers are positive.
     """
-    return wrap_int32(((1 << 30) + m1 * m2) >> 31)
+    return wrap_int32(((1 << 30) + int(m1) * int(m2)) >> 31)
 
 
 @jit
@@ -86,6 +88,7 @@ def divide_by_power_of_two(dividend, exponent):
     compared with ``mask >> 1``, plus one when the floored quotient is negative: the
     midpoint rounds away from zero.
     """
+    dividend, exponent = int(dividend), int(exponent)
     remainder_mask = (1 << exponent) - 1
     remainder = remainder_mask & dividend
     result = dividend >> exponent
@@ -105,6 +108,7 @@ def requantize(val, multiplier, shift):
     The left shift is C's ``val * (1 << LEFT_SHIFT(shift))`` on int32 and wraps like it.
     Equals TFLM's ``MultiplyByQuantizedMultiplier`` (``TFLITE_SINGLE_ROUNDING=0``).
     """
+    val, multiplier, shift = int(val), int(multiplier), int(shift)
     left = shift if shift > 0 else 0
     right = -shift if shift < 0 else 0
     return divide_by_power_of_two(doubling_high_mult_no_sat(wrap_int32(val << left), multiplier), right)
@@ -118,6 +122,7 @@ def requantize_single_rounding(val, multiplier, shift):
     one rounding, half toward +inf. Supports shift in [-31, 30]. LiteRT's optimized kernels
     use this form; CMSIS-NN's default build and TFLM's reference kernels do not.
     """
+    val, multiplier, shift = int(val), int(multiplier), int(shift)
     total_shift = 31 - shift
     result = wrap_int32((val * multiplier) >> (total_shift - 1))
     return (result + 1) >> 1
@@ -126,6 +131,7 @@ def requantize_single_rounding(val, multiplier, shift):
 @jit
 def mult_by_power_of_two(val, exp):
     """``arm_nn_mult_by_power_of_two`` (``MUL_POW2``): saturating left shift, ``exp`` in [0, 30]."""
+    val, exp = int(val), int(exp)
     thresh = (1 << (31 - exp)) - 1
     if val > thresh:
         return 0x7FFFFFFF
