@@ -65,8 +65,8 @@ def register(function: VectorFunction) -> VectorFunction:
 
 
 def _load() -> None:
-    if _FUNCTIONS:
-        return
+    # Import every family (idempotent: Python caches modules), so importing one family
+    # module directly before the first lookup cannot hide the others.
     for family in FAMILIES:
         importlib.import_module(f"refsim.conformance.functions.{family}")
 
