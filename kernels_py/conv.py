@@ -366,7 +366,7 @@ def convolve_s8_reference(
                                     pixel[group * filter_c + in_channel] + p.input_offset
                                 )
                     acc = wrap_int32(acc + b[out_channel])
-                    acc = requantize(acc, mult[out_channel], shift[out_channel]) + p.output_offset
+                    acc = wrap_int32(requantize(acc, mult[out_channel], shift[out_channel]) + p.output_offset)
                     output[batch, out_y, out_x, out_channel] = clamp(acc, p.activation.min, p.activation.max)
     return output
 
@@ -406,7 +406,7 @@ def _convolve_kernel(input, filter2d, bias, multiplier, shift, input_offset, out
                         for i in range(k_len):
                             acc += np.int64(col[i]) * np.int64(filter2d[o, i])
                         acc = wrap_int32(acc + bias[o])
-                        acc = requantize(acc, np.int64(multiplier[o]), np.int64(shift[o])) + output_offset
+                        acc = wrap_int32(requantize(acc, np.int64(multiplier[o]), np.int64(shift[o])) + output_offset)
                         output[b, oy, ox, o] = clamp(acc, act_min, act_max)
     return output
 
@@ -531,7 +531,7 @@ def transpose_conv_s8_reference(
             for out_x in range(out_w):
                 for out_channel in range(out_c):
                     acc = wrap_int32(scratch[out_y][out_x][out_channel] + b[out_channel])
-                    acc = requantize(acc, mult[out_channel], shift[out_channel]) + p.output_offset
+                    acc = wrap_int32(requantize(acc, mult[out_channel], shift[out_channel]) + p.output_offset)
                     output[batch, out_y, out_x, out_channel] = clamp(acc, p.activation.min, p.activation.max)
     return output
 
@@ -568,7 +568,7 @@ def _transpose_conv_kernel(input, filter, bias, multiplier, shift, input_offset,
             for ox in range(out_w):
                 for o in range(out_c):
                     acc = wrap_int32(scratch[oy, ox, o] + bias[o])
-                    acc = requantize(acc, np.int64(multiplier[o]), np.int64(shift[o])) + output_offset
+                    acc = wrap_int32(requantize(acc, np.int64(multiplier[o]), np.int64(shift[o])) + output_offset)
                     output[b, oy, ox, o] = clamp(acc, act_min, act_max)
     return output
 

@@ -183,7 +183,7 @@ def depthwise_conv_s8_reference(
                         # Bias last, as TFLM; the Arm code starts from it. Equal modulo 2^32.
                         acc = wrap_int32(acc + int(bias[oc]))
                         acc = requantize(acc, int(quant_params.multiplier[oc]), int(quant_params.shift[oc]))
-                        acc += p.output_offset
+                        acc = wrap_int32(acc + p.output_offset)
                         acc = min(max(acc, p.activation.min), p.activation.max)
                         output[b, out_y, out_x, oc] = acc
     return output
@@ -242,7 +242,7 @@ def _depthwise_conv_kernel(
                 dst = output[b, oy, ox]
                 for c in range(out_c):
                     v = requantize(np.int64(acc[c]), np.int64(multiplier[c]), np.int64(shift[c]))
-                    dst[c] = min(max(v + output_offset, act_min), act_max)
+                    dst[c] = min(max(wrap_int32(v + output_offset), act_min), act_max)
     return output
 
 

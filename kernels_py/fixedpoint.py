@@ -214,7 +214,8 @@ def requantized_add(in1, in2, input_1_offset, input_1_mult, input_1_shift,
     """
     a = requantize(wrap_int32((in1 + input_1_offset) << left_shift), input_1_mult, input_1_shift)
     b = requantize(wrap_int32((in2 + input_2_offset) << left_shift), input_2_mult, input_2_shift)
-    s = requantize(wrap_int32(a + b), out_mult, out_shift) + out_offset
+    # C adds the offset in int32 (``sum += out_offset``): it wraps, it does not saturate.
+    s = wrap_int32(requantize(wrap_int32(a + b), out_mult, out_shift) + out_offset)
     return clamp(s, out_min, out_max)
 
 
@@ -226,7 +227,7 @@ def requantized_mul(in1, in2, input_1_offset, input_2_offset, out_offset, out_mu
     The product of two values in [-255, 255] fits int32 comfortably.
     """
     product = (in1 + input_1_offset) * (in2 + input_2_offset)
-    s = requantize(product, out_mult, out_shift) + out_offset
+    s = wrap_int32(requantize(product, out_mult, out_shift) + out_offset)
     return clamp(s, out_min, out_max)
 
 

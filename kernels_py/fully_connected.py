@@ -148,7 +148,7 @@ def _fc_reference(input, filter, bias, scalars, mult, shift) -> np.ndarray:
             for k in range(depth):
                 acc += (x[n][k] + input_offset) * (w[c][k] + filter_offset)
             # The C accumulator is int32: reduce modulo 2^32 exactly where it would wrap.
-            acc = requantize(wrap_int32(acc), m[c], s[c]) + output_offset
+            acc = wrap_int32(requantize(wrap_int32(acc), m[c], s[c]) + output_offset)
             output[n, c] = clamp(acc, act_min, act_max)
     return output
 
@@ -227,7 +227,7 @@ def _vec_mat_mult(
             for k in range(depth):
                 acc = np.int32(acc + np.int32(lhs[n, k]) * np.int32(rhs[c, k]))
             total = wrap_int32(np.int64(acc) + term + lhs_terms[n])
-            value = requantize(total, multipliers[c], shifts[c]) + output_offset
+            value = wrap_int32(requantize(total, multipliers[c], shifts[c]) + output_offset)
             out[n, c] = clamp(value, act_min, act_max)
 
 
@@ -387,7 +387,7 @@ def fully_connected_s8_kernel_sum_reference(
             acc = ks[c] + filter_offset * lhs_sum
             for k in range(depth):
                 acc += x[n][k] * w[c][k]
-            acc = requantize(wrap_int32(acc), m[c], s[c]) + output_offset
+            acc = wrap_int32(requantize(wrap_int32(acc), m[c], s[c]) + output_offset)
             output[n, c] = clamp(acc, act_min, act_max)
     return output
 
@@ -473,7 +473,7 @@ def batch_matmul_s8_reference(
                     acc = 0
                     for k in range(depth):
                         acc += (lhs_mat[i][k] + input_offset) * (rhs_mat[j][k] + filter_offset)
-                    acc = requantize(wrap_int32(acc), mult, shift) + output_offset
+                    acc = wrap_int32(requantize(wrap_int32(acc), mult, shift) + output_offset)
                     output[b, h, i, j] = clamp(acc, act_min, act_max)
     return output.reshape(out_shape[4 - ndim :])
 
