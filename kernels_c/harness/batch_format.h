@@ -1,0 +1,107 @@
+/*
+ * refsim kernels_c harness: the batch file format (version 1), shared with refsim/qemu/batch.py.
+ *
+ * All integers little endian. Every record starts 4-byte aligned and its length is a multiple
+ * of 4, so int32 arrays are aligned in place (the file is loaded at a 16-byte aligned address).
+ *
+ * Batch file (input):
+ *   rs_batch_header                       magic "RSKB", version 1, num_cases, total_bytes (= file size)
+ *   num_cases x case record:
+ *     rs_case_header                      case_bytes (whole record), function_id, variant,
+ *                                         num_params, num_arrays
+ *     int32 params[num_params]            in the function's documented order (batch.py FUNCTIONS)
+ *     num_arrays x { rs_array_header; data[count * size(dtype)]; zero padding to 4 bytes }
+ *
+ * Result file (output):
+ *   rs_batch_header                       magic "RSKR", version 1, num_cases, total_bytes
+ *   num_cases x result record:
+ *     rs_result_header                    record_bytes, function_id, harness_status, kernel_status,
+ *                                         output_bytes
+ *     int8 output[output_bytes]; zero padding to 4 bytes
+ *
+ * The function ids and parameter orders below must match refsim/qemu/batch.py (a test checks).
+ */
+#ifndef RS_BATCH_FORMAT_H
+#define RS_BATCH_FORMAT_H
+
+#include <stdint.h>
+
+#define RS_BATCH_MAGIC 0x424B5352U  /* "RSKB" */
+#define RS_RESULT_MAGIC 0x524B5352U /* "RSKR" */
+#define RS_BATCH_VERSION 1U
+
+#define RS_MAX_ARRAYS 8U
+
+typedef struct
+{
+    uint32_t magic;
+    uint32_t version;
+    uint32_t num_cases;
+    uint32_t total_bytes;
+} rs_batch_header;
+
+typedef struct
+{
+    uint32_t case_bytes;
+    uint16_t function_id;
+    uint8_t variant;
+    uint8_t reserved;
+    uint16_t num_params;
+    uint16_t num_arrays;
+} rs_case_header;
+
+typedef struct
+{
+    uint8_t dtype;
+    uint8_t reserved[3];
+    uint32_t count;
+} rs_array_header;
+
+typedef struct
+{
+    uint32_t record_bytes;
+    uint16_t function_id;
+    uint16_t harness_status;
+    int32_t kernel_status;
+    uint32_t output_bytes;
+} rs_result_header;
+
+/* Element types of arrays. */
+enum
+{
+    RS_DTYPE_INT8 = 1,
+    RS_DTYPE_INT32 = 3,
+};
+
+/* Which implementation a case runs: the public (dispatching) function or one tier's variant. */
+enum
+{
+    RS_VARIANT_DEFAULT = 0,
+    RS_VARIANT_SCALAR = 1,
+    RS_VARIANT_DSP = 2,
+    RS_VARIANT_MVE = 3,
+};
+
+/* Function ids. Test-only ids (0xFF00 and up) exist to test the harness and the driver. */
+enum
+{
+    RS_FN_ELEMENTWISE_ADD_S8 = 1, /* 13 params, arrays input_1, input_2 (int8, block_size) */
+    RS_FN_ELEMENTWISE_MUL_S8 = 2, /* 8 params, arrays input_1, input_2 (int8, block_size) */
+    RS_FN_FULLY_CONNECTED_S8 = 3, /* 10 params, arrays input (int8), filter (int8), bias (int32, 0 = NULL) */
+    RS_FN_TEST_ECHO = 0xFF00,     /* no params, one int8 array copied to the output */
+    RS_FN_TEST_FAULT = 0xFF01,    /* 1 param: an address the case loads a word from */
+    RS_FN_TEST_HANG = 0xFF02,     /* no params: spins forever (driver timeout test) */
+};
+
+/* Per-case harness status (the kernel's own arm_cmsis_nn_status is reported beside it). */
+enum
+{
+    RS_CASE_OK = 0,
+    RS_CASE_BAD_ARGS = 1,          /* wrong number of params/arrays, wrong dtype or length */
+    RS_CASE_UNKNOWN_FUNCTION = 2,  /* no such function id in this harness */
+    RS_CASE_NO_VARIANT = 3,        /* the requested tier does not exist on this core */
+    RS_CASE_GUARD_OVERWRITTEN = 4, /* the kernel wrote past the end of its output */
+    RS_CASE_NO_SPACE = 5,          /* output + scratch do not fit the bulk region */
+};
+
+#endif /* RS_BATCH_FORMAT_H */

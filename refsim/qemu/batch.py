@@ -1,0 +1,232 @@
+"""The kernels_c batch file format (version 1): encode cases, decode results.
+
+Layout (little endian; ``kernels_c/harness/batch_format.h`` is its C side, docs/kernels_c.md
+its description): a 16-byte header (magic ``RSKB``, version, number of cases, total bytes),
+then one record per case: ``case_bytes u32, function_id u16, variant u8, 0 u8, num_params u16,
+num_arrays u16``, ``int32 params[num_params]``, then per array ``dtype u8, 0 u8 x3, count u32``
+and its data padded to 4 bytes. The result file mirrors it (magic ``RSKR``): per case
+``record_bytes u32, function_id u16, harness_status u16, kernel_status i32, output_bytes u32``
+and the int8 output padded to 4 bytes.
+
+Parameter names are those of conformance vectors (shared VECTORS.md): CMSIS-NN's own argument
+names, struct fields flattened with dots.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from refsim.qemu.errors import QemuError
+
+BATCH_MAGIC = b"RSKB"
+RESULT_MAGIC = b"RSKR"
+VERSION = 1
+
+_HEADER = struct.Struct("<4sIII")
+_CASE = struct.Struct("<IHBBHH")
+_ARRAY = struct.Struct("<BxxxI")
+_RESULT = struct.Struct("<IHHiI")
+
+#: Array element types: code in the file, numpy dtype.
+DTYPES: dict[int, np.dtype] = {1: np.dtype(np.int8), 3: np.dtype("<i4")}
+_DTYPE_CODES = {dtype: code for code, dtype in DTYPES.items()}
+
+#: Which implementation a case runs: the public (dispatching) CMSIS-NN function, or one tier's.
+VARIANTS: dict[str, int] = {"default": 0, "scalar": 1, "dsp": 2, "mve": 3}
+
+#: Per-case harness status codes (batch_format.h RS_CASE_*).
+HARNESS_STATUS: dict[int, str] = {
+    0: "ok",
+    1: "bad arguments (parameter/array count, dtype or length)",
+    2: "unknown function id",
+    3: "tier not available on this core",
+    4: "kernel wrote past the end of its output",
+    5: "output and scratch do not fit the bulk region",
+}
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    name: str
+    dtype: np.dtype
+    optional: bool = False  # may be empty (passed to the kernel as NULL)
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A function the harness can run: its id, scalar parameters in order, and input arrays."""
+
+    name: str
+    id: int
+    params: tuple[str, ...]
+    arrays: tuple[ArraySpec, ...] = field(default=())
+
+
+_S8 = np.dtype(np.int8)
+_S32 = np.dtype("<i4")
+
+FUNCTIONS: dict[str, FunctionSpec] = {
+    spec.name: spec
+    for spec in (
+        FunctionSpec(
+            "arm_elementwise_add_s8",
+            1,
+            (
+                "input_1_offset",
+                "input_1_mult",
+                "input_1_shift",
+                "input_2_offset",
+                "input_2_mult",
+                "input_2_shift",
+                "left_shift",
+                "out_offset",
+                "out_mult",
+                "out_shift",
+                "out_activation_min",
+                "out_activation_max",
+                "block_size",
+            ),
+            (ArraySpec("input_1", _S8), ArraySpec("input_2", _S8)),
+        ),
+        FunctionSpec(
+            "arm_elementwise_mul_s8",
+            2,
+            (
+                "input_1_offset",
+                "input_2_offset",
+                "out_offset",
+                "out_mult",
+                "out_shift",
+                "out_activation_min",
+                "out_activation_max",
+                "block_size",
+            ),
+            (ArraySpec("input_1", _S8), ArraySpec("input_2", _S8)),
+        ),
+        FunctionSpec(
+            "arm_fully_connected_s8",
+            3,
+            (
+                "input_offset",
+                "filter_offset",
+                "output_offset",
+                "activation.min",
+                "activation.max",
+                "multiplier",
+                "shift",
+                "input_dims.n",
+                "filter_dims.n",
+                "output_dims.c",
+            ),
+            (ArraySpec("input", _S8), ArraySpec("filter", _S8), ArraySpec("bias", _S32, optional=True)),
+        ),
+        # Test-only (ids 0xFF00 and up): harness round trip, fault and timeout reporting.
+        FunctionSpec("test_echo", 0xFF00, (), (ArraySpec("data", _S8),)),
+        FunctionSpec("test_fault", 0xFF01, ("address",)),
+        FunctionSpec("test_hang", 0xFF02, ()),
+    )
+}
+_BY_ID = {spec.id: spec for spec in FUNCTIONS.values()}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kernel call: the function's name, its scalar parameters and arrays by name."""
+
+    function: str
+    params: Mapping[str, int] = field(default_factory=dict)
+    arrays: Mapping[str, np.ndarray] = field(default_factory=dict)
+    variant: str = "default"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """What the harness reported for one case."""
+
+    function: str
+    harness_status: int
+    kernel_status: int
+    output: np.ndarray
+
+    @property
+    def ok(self) -> bool:
+        return self.harness_status == 0
+
+
+def _spec(function: str) -> FunctionSpec:
+    try:
+        return FUNCTIONS[function]
+    except KeyError:
+        raise QemuError(f"kernels_c: function must be one of {sorted(FUNCTIONS)}, got {function!r}") from None
+
+
+def _pad4(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 4)
+
+
+def encode_case(case: Case) -> bytes:
+    """One case record. Raises QemuError when a parameter or array is missing, extra or mistyped."""
+    spec = _spec(case.function)
+    if set(case.params) != set(spec.params):
+        raise QemuError(f"{spec.name}: params must be {sorted(spec.params)}, got {sorted(case.params)}")
+    if set(case.arrays) != {a.name for a in spec.arrays}:
+        raise QemuError(
+            f"{spec.name}: arrays must be {sorted(a.name for a in spec.arrays)}, got {sorted(case.arrays)}"
+        )
+    if case.variant not in VARIANTS:
+        raise QemuError(f"{spec.name}: variant must be one of {sorted(VARIANTS)}, got {case.variant!r}")
+    values = [int(case.params[name]) for name in spec.params]
+    for name, value in zip(spec.params, values, strict=True):
+        if not -(2**31) <= value < 2**32:
+            raise QemuError(f"{spec.name}: {name} must fit 32 bits, got {value}")
+    body = [struct.pack(f"<{len(values)}I", *(v & 0xFFFFFFFF for v in values))]
+    for array_spec in spec.arrays:
+        array = np.asarray(case.arrays[array_spec.name])
+        if array.dtype != array_spec.dtype:
+            raise QemuError(f"{spec.name}: {array_spec.name} must be {array_spec.dtype}, got {array.dtype}")
+        if array.size == 0 and not array_spec.optional:
+            raise QemuError(f"{spec.name}: {array_spec.name} must not be empty")
+        data = np.ascontiguousarray(array).tobytes()
+        body.append(_ARRAY.pack(_DTYPE_CODES[array_spec.dtype], array.size) + _pad4(data))
+    payload = b"".join(body)
+    header = _CASE.pack(
+        _CASE.size + len(payload), spec.id, VARIANTS[case.variant], 0, len(values), len(spec.arrays)
+    )
+    return header + payload
+
+
+def encode_batch(cases: Sequence[Case]) -> bytes:
+    records = b"".join(encode_case(case) for case in cases)
+    return _HEADER.pack(BATCH_MAGIC, VERSION, len(cases), _HEADER.size + len(records)) + records
+
+
+def decode_results(data: bytes, expected_cases: int) -> list[CaseResult]:
+    """Parse a result file written by the harness."""
+    if len(data) < _HEADER.size:
+        raise QemuError(
+            f"kernels_c: result file must hold at least a {_HEADER.size}-byte header, got {len(data)} bytes"
+        )
+    magic, version, num_cases, total = _HEADER.unpack_from(data)
+    if (magic, version, num_cases, total) != (RESULT_MAGIC, VERSION, expected_cases, len(data)):
+        raise QemuError(
+            f"kernels_c: result header must be {RESULT_MAGIC!r} v{VERSION} with {expected_cases} cases in "
+            f"{len(data)} bytes, got {magic!r} v{version} with {num_cases} cases in {total} bytes"
+        )
+    results = []
+    offset = _HEADER.size
+    for _ in range(num_cases):
+        record_bytes, function_id, harness_status, kernel_status, output_bytes = _RESULT.unpack_from(
+            data, offset
+        )
+        start = offset + _RESULT.size
+        output = np.frombuffer(data, dtype=np.int8, count=output_bytes, offset=start).copy()
+        spec = _BY_ID.get(function_id)
+        results.append(
+            CaseResult(spec.name if spec else f"id {function_id:#x}", harness_status, kernel_status, output)
+        )
+        offset += record_bytes
+    return results
