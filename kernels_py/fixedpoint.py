@@ -50,10 +50,10 @@ def clamp(x, lo, hi):
 def doubling_high_mult(m1, m2):
     """``arm_nn_doubling_high_mult`` (``MUL_SAT``): saturating rounding doubling high multiply.
 
-    Matches VQRDMULH: ``(m1 * m2 + 2^30) / 2^31`` where the rounding constant is ``1 - 2^30``
-    when exactly one operand is negative and the division truncates toward zero, i.e. the
-    midpoint rounds away from zero. The single overflow, ``INT32_MIN * INT32_MIN``,
-    saturates to ``INT32_MAX``.
+    Matches VQRDMULH: ``(m1 * m2 + nudge) / 2^31`` with ``nudge = 2^30``, or ``1 - 2^30`` when
+    exactly one operand is negative, and a division that truncates toward zero. Together
+    that is round to nearest with ties toward +inf (-1.5 → -1, 1.5 → 2). The single
+    overflow, ``INT32_MIN * INT32_MIN``, saturates to ``INT32_MAX``.
     """
     m1, m2 = int(m1), int(m2)
     if m1 == -0x80000000 and m2 == -0x80000000:

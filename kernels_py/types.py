@@ -170,7 +170,7 @@ def check_int8(function: str, argument: str, array: np.ndarray, ndim: int | None
         raise KernelArgumentError(function, argument, "an int8 numpy array", getattr(array, "dtype", type(array)))
     if ndim is not None and array.ndim != ndim:
         raise KernelArgumentError(function, argument, f"{ndim}-D", f"shape {array.shape}")
-    return np.ascontiguousarray(array)
+    return np.ascontiguousarray(array).reshape(array.shape)  # keep 0-d arrays 0-d
 
 
 def check_int32(function: str, argument: str, array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

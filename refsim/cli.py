@@ -95,11 +95,14 @@ def _load_plugins() -> None:
 def main(argv: list[str] | None = None) -> int:
     _load_plugins()
     try:
-        # standalone mode: click reports usage errors itself and exits with status 2.
+        # standalone mode: click reports usage errors itself (status 2) and ends every run
+        # with SystemExit; turn that into a return value so main() is callable in-process.
         app(args=argv, prog_name="refsim")
     except USER_ERRORS as exc:
         err_console.print(f"refsim: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 2
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return 0
 
 
