@@ -167,7 +167,7 @@ def main() -> None:
             r.layer, r.function, f"{r.macs:,}", f"{r.first_call_ms:.1f}", f"{r.fast_us:,.1f}",
             f"{r.fast_gmacs:.2f}", f"{r.reference_ms:,.1f}", f"{r.reference_mmacs:.2f}", f"{r.speedup:,.0f}",
         )
-    Console().print(table)
+    Console(width=max(Console().width, 150)).print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine()},

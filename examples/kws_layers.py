@@ -107,7 +107,7 @@ def build(seed: int) -> tuple[np.ndarray, list[Layer]]:
         out_scale, quant = per_channel(np.abs(acc).max(axis=(0, 1)), in_scale, w_scale)
         params = DwConvParams(in_offset, -128, 1, Tile(1, 1), Tile(1, 1), Tile(1, 1), relu)
         dims = (Dims.of(x.shape), Dims(1, 3, 3, c), Dims(1, h, w, c))
-        kernel = depthwise.select_depthwise_kernel(params, *dims)
+        kernel = depthwise.select_depthwise_kernel(params, *dims, "dsp")
         layers.append(
             Layer(
                 name,
@@ -167,7 +167,7 @@ def _accumulators(x, filt, bias, params: ConvParams, out_hw) -> np.ndarray:
     pad_b = max((oh - 1) * sh + kh - x.shape[1] - ph, 0)
     pad_r = max((ow - 1) * sw + kw - x.shape[2] - pw, 0)
     xp = np.pad(xs, ((ph, pad_b), (pw, pad_r), (0, 0)))
-    mask = np.pad(np.ones(x.shape[1:3]), ((ph, pad_b), (pw, pad_r)))[..., None]
+    mask = np.pad(np.ones(x.shape[1:3], np.int64), ((ph, pad_b), (pw, pad_r)))[..., None]
     xp = xp * mask  # padding contributes nothing, not even the input offset
     acc = np.zeros((1, oh, ow, c_out), np.int64)
     w = filt.astype(np.int64)
@@ -183,7 +183,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=50)
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=max(Console().width, 120))
 
     t0 = time.perf_counter()
     x, layers = build(args.seed)
