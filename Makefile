@@ -5,19 +5,34 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # Debian packages for kernels_c (QEMU runs of the C kernels); installed only when missing.
-APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+# flatbuffers-compiler gives flatc, which cross-checks our .pte schema in the tests.
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm flatbuffers-compiler
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test lint bench conformance-vectors apt-deps venv clean
+INTEROP_VENV ?= .venv-interop
+IPY := $(INTEROP_VENV)/bin/python
+# Tests that need the real ExecuTorch (exporter and runtime) run in the interop venv.
+INTEROP_TESTS := tests/pte/test_interop.py
+
+.PHONY: demo test test-main test-interop lint bench pte-fixtures apt-deps venv venv-interop clean
 
 venv: $(VENV)/.installed
+venv-interop: $(INTEROP_VENV)/.installed
 
 # torch is not needed by the runtime or the tests of the golden numerics; the `compile`
 # extra (torch==2.13.0, a local CPU wheel on our machines) is installed by targets that need it.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+# torch first, pinned, so executorch's own dependency on torch is already satisfied by the
+# local CPU wheel (an unpinned torch would download a CUDA build).
+$(INTEROP_VENV)/.installed: pyproject.toml
+	test -x $(IPY) || $(PYTHON) -m venv $(INTEROP_VENV)
+	$(IPY) -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(IPY) -m pip install --quiet --disable-pip-version-check -e '.[test,interop]'
 	touch $@
 
 apt-deps:
@@ -33,9 +48,17 @@ apt-deps:
 demo: venv apt-deps
 	$(PY) examples/kws_layers.py
 
-test: venv apt-deps
+test: test-main test-interop
+
+test-main: venv apt-deps
 	$(PY) -m ruff check refsim kernels_py isa_models compiler tests benchmarks examples
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
+
+test-interop: venv-interop apt-deps
+	$(IPY) -m pytest -q $(INTEROP_TESTS)
+
+pte-fixtures: venv-interop
+	$(IPY) tests/fixtures/pte/make_fixtures.py
 
 bench: venv
 	$(PY) benchmarks/kernels.py
@@ -45,5 +68,5 @@ lint: venv
 	$(PY) -m ruff format --check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(INTEROP_VENV) .pytest_cache .hypothesis build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

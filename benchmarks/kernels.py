@@ -54,17 +54,22 @@ def _quant(rng, channels):
     )
 
 
-def _conv_case(rng, name, h, w, c_in, c_out, k, stride, pad):
+def _conv_case(rng, name, h, w, c_in, c_out, k, stride, pad, out=None):
     x = rng.integers(-128, 128, (1, h, w, c_in), dtype=np.int8)
     f = rng.integers(-128, 128, (c_out, k[0], k[1], c_in), dtype=np.int8)
     b = rng.integers(-5000, 5000, c_out, dtype=np.int32)
     p = ConvParams(3, -5, Tile(stride, stride), Tile(pad[1], pad[0]), Tile(1, 1), Activation(-128, 127))
     q = _quant(rng, c_out)
-    oh = (h + 2 * pad[0] - k[0]) // stride + 1
-    ow = (w + 2 * pad[1] - k[1]) // stride + 1
-    macs = oh * ow * c_out * k[0] * k[1] * c_in
+    oh, ow = out or ((h + 2 * pad[0] - k[0]) // stride + 1, (w + 2 * pad[1] - k[1]) // stride + 1)
+    macs = oh * ow * c_out * k[0] * k[1] * c_in  # nominal, padded taps included
     args = (x, f, b, p, q, (oh, ow))
-    return name, "arm_convolve_s8", macs, lambda: conv.convolve_s8(*args), lambda: conv.convolve_s8_reference(*args)
+    return (
+        name,
+        "arm_convolve_s8",
+        macs,
+        lambda: conv.convolve_s8(*args),
+        lambda: conv.convolve_s8_reference(*args),
+    )
 
 
 def _dw_case(rng, name, h, w, c, stride):
@@ -114,7 +119,8 @@ def _pool_case(rng, name, h, w, c):
 
 def cases(rng) -> list[tuple[str, str, int, Callable, Callable]]:
     return [
-        _conv_case(rng, "KWS conv1 49x10x1 → 64, 10x4/2", 49, 10, 1, 64, (10, 4), 2, (4, 1)),
+        # TF SAME: 25x5 output, the extra padding row/column at the bottom/right
+        _conv_case(rng, "KWS conv1 49x10x1 → 64, 10x4/2", 49, 10, 1, 64, (10, 4), 2, (4, 1), (25, 5)),
         _dw_case(rng, "KWS depthwise 25x5x64 3x3", 25, 5, 64, 1),
         _conv_case(rng, "KWS pointwise 25x5x64 → 64", 25, 5, 64, 64, (1, 1), 1, (0, 0)),
         _fc_case(rng, "KWS fc 64 → 12", 1, 64, 12),
@@ -146,8 +152,15 @@ def measure(repeat: int) -> list[Result]:
         np.testing.assert_array_equal(out_fast, out_ref, err_msg=name)
         results.append(
             Result(
-                name, function, macs, first * 1e3, fast_s * 1e6, ref_s * 1e3,
-                macs / fast_s / 1e9, macs / ref_s / 1e6, ref_s / fast_s,
+                name,
+                function,
+                macs,
+                first * 1e3,
+                fast_s * 1e6,
+                ref_s * 1e3,
+                macs / fast_s / 1e9,
+                macs / ref_s / 1e6,
+                ref_s / fast_s,
             )
         )
     return results
@@ -160,17 +173,37 @@ def main() -> None:
     args = parser.parse_args()
     results = measure(args.repeat)
     table = Table(title="kernels_py: numba fast path vs reference (one core, warm numba cache)")
-    for col in ("layer", "function", "MACs", "first call ms", "fast µs", "fast GMAC/s", "ref ms", "ref MMAC/s", "×"):
+    for col in (
+        "layer",
+        "function",
+        "MACs",
+        "first call ms",
+        "fast µs",
+        "fast GMAC/s",
+        "ref ms",
+        "ref MMAC/s",
+        "×",
+    ):
         table.add_column(col, justify="left" if col in ("layer", "function") else "right")
     for r in results:
         table.add_row(
-            r.layer, r.function, f"{r.macs:,}", f"{r.first_call_ms:.1f}", f"{r.fast_us:,.1f}",
-            f"{r.fast_gmacs:.2f}", f"{r.reference_ms:,.1f}", f"{r.reference_mmacs:.2f}", f"{r.speedup:,.0f}",
+            r.layer,
+            r.function,
+            f"{r.macs:,}",
+            f"{r.first_call_ms:.1f}",
+            f"{r.fast_us:,.1f}",
+            f"{r.fast_gmacs:.2f}",
+            f"{r.reference_ms:,.1f}",
+            f"{r.reference_mmacs:.2f}",
+            f"{r.speedup:,.0f}",
         )
     Console(width=max(Console().width, 150)).print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
-        "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine()},
+        "machine": {
+            "python": platform.python_version(),
+            "processor": platform.processor() or platform.machine(),
+        },
         "results": [asdict(r) for r in results],
     }
     args.out.write_text(json.dumps(payload, indent=2) + "\n")

@@ -52,7 +52,9 @@ def same_padding(size: int, k: int, stride: int) -> tuple[int, int]:
     return out, total // 2
 
 
-def per_channel(acc_max: np.ndarray, in_scale: float, w_scale: np.ndarray) -> tuple[float, PerChannelQuantParams]:
+def per_channel(
+    acc_max: np.ndarray, in_scale: float, w_scale: np.ndarray
+) -> tuple[float, PerChannelQuantParams]:
     """Output scale from the calibrated accumulator range, then multiplier/shift per channel."""
     out_scale = float(max(np.max(acc_max * in_scale * w_scale), 1e-6) / 127.0)
     pairs = [quantize_multiplier(in_scale * float(s) / out_scale) for s in w_scale]
@@ -85,7 +87,9 @@ def build(seed: int) -> tuple[np.ndarray, list[Layer]]:
                 name,
                 kernel,
                 oh * ow * c_out * kh * kw * c_in,
-                lambda t, f=filt, b=bias, p=params, q=quant, o=(oh, ow): conv.convolve_wrapper_s8(t, f, b, p, q, o),
+                lambda t, f=filt, b=bias, p=params, q=quant, o=(oh, ow): conv.convolve_wrapper_s8(
+                    t, f, b, p, q, o
+                ),
             )
         )
         in_scale, in_offset = out_scale, 128
@@ -113,7 +117,9 @@ def build(seed: int) -> tuple[np.ndarray, list[Layer]]:
                 name,
                 kernel,
                 h * w * c * 9,
-                lambda t, f=filt, b=bias, p=params, q=quant: depthwise.depthwise_conv_wrapper_s8(t, f, b, p, q, (h, w)),
+                lambda t, f=filt, b=bias, p=params, q=quant: depthwise.depthwise_conv_wrapper_s8(
+                    t, f, b, p, q, (h, w)
+                ),
             )
         )
         in_scale, in_offset = out_scale, 128
@@ -127,7 +133,9 @@ def build(seed: int) -> tuple[np.ndarray, list[Layer]]:
     _, h, w, c = y.shape
     pool = PoolParams(Tile(1, 1), Tile(0, 0), Activation())
     layers.append(
-        Layer("avgpool 25x5", "arm_avgpool_s8", h * w * c, lambda t: pooling.avgpool_s8(t, pool, (h, w), (1, 1)))
+        Layer(
+            "avgpool 25x5", "arm_avgpool_s8", h * w * c, lambda t: pooling.avgpool_s8(t, pool, (h, w), (1, 1))
+        )
     )
     y = layers[-1].run(y)
 
@@ -152,7 +160,9 @@ def build(seed: int) -> tuple[np.ndarray, list[Layer]]:
 
     sm_mult, sm_shift, sm_diff_min = softmax.softmax_params(1.0, fc_out_scale)
     layers.append(
-        Layer("softmax", "arm_softmax_s8", 12, lambda t: softmax.softmax_s8(t, sm_mult, sm_shift, sm_diff_min))
+        Layer(
+            "softmax", "arm_softmax_s8", 12, lambda t: softmax.softmax_s8(t, sm_mult, sm_shift, sm_diff_min)
+        )
     )
     return x, layers
 
@@ -204,11 +214,17 @@ def main() -> None:
         total_macs += layer.macs
         total_s += dt
         table.add_row(
-            layer.name, layer.kernel, "×".join(map(str, out.shape)), f"{layer.macs:,}", f"{dt * 1e6:,.1f}",
+            layer.name,
+            layer.kernel,
+            "×".join(map(str, out.shape)),
+            f"{layer.macs:,}",
+            f"{dt * 1e6:,.1f}",
             f"{layer.macs / dt / 1e9:.2f}",
         )
         act = out
-    table.add_row("total", "", "", f"{total_macs:,}", f"{total_s * 1e6:,.1f}", f"{total_macs / total_s / 1e9:.2f}")
+    table.add_row(
+        "total", "", "", f"{total_macs:,}", f"{total_s * 1e6:,.1f}", f"{total_macs / total_s / 1e9:.2f}"
+    )
     console.print(table)
     probs = (act.reshape(-1).astype(np.int32) + 128) / 256.0
     best = int(np.argmax(probs))

@@ -406,7 +406,9 @@ def _convolve_kernel(input, filter2d, bias, multiplier, shift, input_offset, out
                         for i in range(k_len):
                             acc += np.int64(col[i]) * np.int64(filter2d[o, i])
                         acc = wrap_int32(acc + bias[o])
-                        acc = wrap_int32(requantize(acc, np.int64(multiplier[o]), np.int64(shift[o])) + output_offset)
+                        acc = wrap_int32(
+                            requantize(acc, np.int64(multiplier[o]), np.int64(shift[o])) + output_offset
+                        )
                         output[b, oy, ox, o] = clamp(acc, act_min, act_max)
     return output
 
@@ -568,7 +570,9 @@ def _transpose_conv_kernel(input, filter, bias, multiplier, shift, input_offset,
             for ox in range(out_w):
                 for o in range(out_c):
                     acc = wrap_int32(scratch[oy, ox, o] + bias[o])
-                    acc = wrap_int32(requantize(acc, np.int64(multiplier[o]), np.int64(shift[o])) + output_offset)
+                    acc = wrap_int32(
+                        requantize(acc, np.int64(multiplier[o]), np.int64(shift[o])) + output_offset
+                    )
                     output[b, oy, ox, o] = clamp(acc, act_min, act_max)
     return output
 

@@ -161,9 +161,7 @@ def exp_on_negative_values(val):
     remainder = wrap_int32(val_mod_minus_quarter - val)
     x = wrap_int32(wrap_int32(val_mod_minus_quarter << 5) + (1 << 28))
     x2 = doubling_high_mult(x, x)
-    inner = wrap_int32(
-        divide_by_power_of_two(doubling_high_mult(x2, x2), 2) + doubling_high_mult(x2, x)
-    )
+    inner = wrap_int32(divide_by_power_of_two(doubling_high_mult(x2, x2), 2) + doubling_high_mult(x2, x))
     inner = wrap_int32(doubling_high_mult(inner, 715827883) + x2)
     inner = wrap_int32(x + divide_by_power_of_two(inner, 1))
     result = wrap_int32(1895147668 + doubling_high_mult(1895147668, inner))
@@ -202,9 +200,22 @@ def one_over_one_plus_x_for_x_in_0_1(val):
 
 
 @jit
-def requantized_add(in1, in2, input_1_offset, input_1_mult, input_1_shift,
-                    input_2_offset, input_2_mult, input_2_shift, left_shift,
-                    out_offset, out_mult, out_shift, out_min, out_max):
+def requantized_add(
+    in1,
+    in2,
+    input_1_offset,
+    input_1_mult,
+    input_1_shift,
+    input_2_offset,
+    input_2_mult,
+    input_2_shift,
+    left_shift,
+    out_offset,
+    out_mult,
+    out_shift,
+    out_min,
+    out_max,
+):
     """One element of ``arm_elementwise_add_s8`` (``Source/BasicMathFunctions``).
 
     Each input ``(x + offset) << left_shift`` is requantized with its own multiplier/shift,
@@ -220,8 +231,9 @@ def requantized_add(in1, in2, input_1_offset, input_1_mult, input_1_shift,
 
 
 @jit
-def requantized_mul(in1, in2, input_1_offset, input_2_offset, out_offset, out_mult, out_shift,
-                    out_min, out_max):
+def requantized_mul(
+    in1, in2, input_1_offset, input_2_offset, out_offset, out_mult, out_shift, out_min, out_max
+):
     """One element of ``arm_elementwise_mul_s8``: ``(x1 + o1) * (x2 + o2)`` requantized, offset, clamped.
 
     The product of two values in [-255, 255] fits int32 comfortably.

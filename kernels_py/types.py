@@ -167,7 +167,9 @@ def check_shifts(function: str, argument: str, shift: np.ndarray | int) -> None:
 def check_int8(function: str, argument: str, array: np.ndarray, ndim: int | None = None) -> np.ndarray:
     """Validate an int8 array argument and return it C-contiguous."""
     if not isinstance(array, np.ndarray) or array.dtype != np.int8:
-        raise KernelArgumentError(function, argument, "an int8 numpy array", getattr(array, "dtype", type(array)))
+        raise KernelArgumentError(
+            function, argument, "an int8 numpy array", getattr(array, "dtype", type(array))
+        )
     if ndim is not None and array.ndim != ndim:
         raise KernelArgumentError(function, argument, f"{ndim}-D", f"shape {array.shape}")
     return np.ascontiguousarray(array).reshape(array.shape)  # keep 0-d arrays 0-d

@@ -33,6 +33,7 @@ console = Console()
 def _root() -> None:
     """Golden model for int8 inference on Arm Cortex-M and Ethos-U."""
 
+
 err_console = Console(stderr=True)
 
 
@@ -50,10 +51,13 @@ def conformance(
     ] = None,
     cases: Annotated[int, typer.Option("--cases", min=1, help="Cases per function to export.")] = 10,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the case generator.")] = 0,
-    list_functions: Annotated[bool, typer.Option("--list", help="List the known functions and exit.")] = False,
+    list_functions: Annotated[
+        bool, typer.Option("--list", help="List the known functions and exit.")
+    ] = False,
 ) -> None:
     """Check or produce CMSIS-NN conformance vectors (format: docs/conformance.md)."""
-    from refsim.conformance import registry, vectors as vec
+    from refsim.conformance import registry
+    from refsim.conformance import vectors as vec
 
     if list_functions:
         table = Table("function", "family", "arrays", "params")

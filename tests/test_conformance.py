@@ -20,7 +20,8 @@ FUNCTIONS = sorted(registry.functions())
 
 def test_every_vectors_md_function_is_registered():
     required = {
-        "arm_convolve_s8", "arm_convolve_wrapper_s8", "arm_depthwise_conv_s8", "arm_depthwise_conv_wrapper_s8",
+        "arm_convolve_s8", "arm_convolve_wrapper_s8",
+        "arm_depthwise_conv_s8", "arm_depthwise_conv_wrapper_s8",
         "arm_transpose_conv_s8", "arm_fully_connected_s8", "arm_fully_connected_per_channel_s8",
         "arm_batch_matmul_s8", "arm_avgpool_s8", "arm_max_pool_s8", "arm_elementwise_add_s8",
         "arm_elementwise_mul_s8", "arm_maximum_s8", "arm_minimum_s8", "arm_softmax_s8", "arm_relu6_s8",

@@ -199,8 +199,20 @@ def test_requantized_add_worked_example():
     # real sum = 10·0.5 + 20·0.25 = 10 → 10.
     p = fp.elementwise_add_params(0.5, 0.25, 1.0)
     got = fp.requantized_add(
-        10, 20, 0, p["input_1_mult"], p["input_1_shift"], 0, p["input_2_mult"], p["input_2_shift"],
-        p["left_shift"], 0, p["out_mult"], p["out_shift"], -128, 127,
+        10,
+        20,
+        0,
+        p["input_1_mult"],
+        p["input_1_shift"],
+        0,
+        p["input_2_mult"],
+        p["input_2_shift"],
+        p["left_shift"],
+        0,
+        p["out_mult"],
+        p["out_shift"],
+        -128,
+        127,
     )
     assert got == 10
 

@@ -96,13 +96,19 @@ def param(params: Mapping[str, Any], key: str, kind: type = int) -> Any:
     value = params[key]
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise VectorError(f"{params.get('function', '?')}: params[{key!r}] must be an integer, got {value!r}")
+            raise VectorError(
+                f"{params.get('function', '?')}: params[{key!r}] must be an integer, got {value!r}"
+            )
     elif kind is bool:
         if not isinstance(value, bool) and value not in (0, 1):
-            raise VectorError(f"{params.get('function', '?')}: params[{key!r}] must be a boolean, got {value!r}")
+            raise VectorError(
+                f"{params.get('function', '?')}: params[{key!r}] must be a boolean, got {value!r}"
+            )
         value = bool(value)
     elif kind is list:
-        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
             raise VectorError(f"{params.get('function', '?')}: params[{key!r}] must be a list of integers")
     return value
 

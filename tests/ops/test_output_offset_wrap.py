@@ -34,7 +34,9 @@ W = np.array([[1]], np.int8)
 
 @pytest.mark.parametrize("impl", ["fast", "reference"])
 def test_fully_connected(impl):
-    fn = fully_connected.fully_connected_s8 if impl == "fast" else fully_connected.fully_connected_s8_reference
+    fn = (
+        fully_connected.fully_connected_s8 if impl == "fast" else fully_connected.fully_connected_s8_reference
+    )
     out = fn(X, W, None, FcParams(0, 0, OFF, Activation()), PerTensorQuantParams(M, S))
     assert out.tolist() == [[127]]
 
