@@ -1,0 +1,1 @@
+"""Operator implementations, registered by their .pte names (see registry.py)."""

@@ -1,0 +1,162 @@
+"""The op registry: one entry per operator name exactly as a .pte spells it.
+
+An entry (`OpDef`) holds the parsed PyTorch schema, the function that runs the op, and
+optional hooks: ``validate`` (called once at load with the bound arguments; raise
+`OpError` for anything the kernel cannot compute, so execution can trust its inputs),
+``kernel`` (the CMSIS-NN function that computes it, for reports and the cost model),
+``macs`` and ``scratch``. The calling convention is ExecuTorch's: a KernelCall's args are
+every schema argument in order, then the out tensor(s), then the return value(s) (the out
+indices again).
+
+    @register("cortex_m::quantized_add.out(Tensor self, ..., *, Tensor(a!) out) -> Tensor(a!)",
+              kernel="arm_elementwise_add_s8")
+    def quantized_add(a: Args) -> None:
+        a.out.storage[...] = elementwise_add_s8(a.self.storage, ...)
+
+Op modules live in refsim/ops/ and are imported by `load_all`; docs/ops.md is generated
+from the registry.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from refsim.errors import RefsimError, UnsupportedError
+from refsim.ops.schema import OpSchema, parse_schema
+
+
+class OpError(RefsimError):
+    """An operator's arguments are outside what refsim (or CMSIS-NN) can compute."""
+
+
+class Args:
+    """Bound arguments of one KernelCall, by schema name (``a.input``, ``a.self``, ``a.out``).
+
+    Tensors are `refsim.runtime.tensor.TensorRef`; ints, floats, bools and strings are Python
+    values; lists are tuples; a Null is None.
+    """
+
+    __slots__ = ("_names", "_values", "instruction", "op")
+
+    def __init__(self, op: str, instruction: int, names: tuple[str, ...], values: list[Any]) -> None:
+        self.op = op
+        self.instruction = instruction
+        self._names = names
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[self._names.index(name)]
+        except ValueError:
+            raise AttributeError(name) from None
+
+    def items(self):
+        return zip(self._names, self._values, strict=True)
+
+    def error(self, argument: str, expected: str, found: object) -> OpError:
+        """An `OpError` naming this op, the instruction, the argument and the mismatch."""
+        return OpError(
+            f"{self.op} (instruction {self.instruction}): {argument} must be {expected}, got {found}"
+        )
+
+
+@dataclass
+class OpDef:
+    schema: OpSchema
+    run: Callable[[Args], None]
+    kernel: str | Callable[[Args, str], str] | None = None
+    validate: Callable[[Args], None] | None = None
+    macs: Callable[[Args], int] | None = None
+    scratch: Callable[[Args, str], int] | None = None
+    portable_fallback: bool = False
+    doc: str = field(default="")
+
+    @property
+    def name(self) -> str:
+        return self.schema.qualified_name
+
+    def kernel_name(self, args: Args, isa: str = "mve") -> str:
+        if self.kernel is None:
+            return "portable" if self.portable_fallback else self.name
+        return self.kernel if isinstance(self.kernel, str) else self.kernel(args, isa)
+
+    # decorator-style hooks: @op.validator, @op.mac_count, @op.scratch_bytes
+    def validator(self, fn: Callable[[Args], None]) -> Callable[[Args], None]:
+        self.validate = fn
+        return fn
+
+    def mac_count(self, fn: Callable[[Args], int]) -> Callable[[Args], int]:
+        self.macs = fn
+        return fn
+
+    def scratch_bytes(self, fn: Callable[[Args, str], int]) -> Callable[[Args, str], int]:
+        self.scratch = fn
+        return fn
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+#: Modules under refsim.ops that register operators.
+OP_MODULES = (
+    "cortex_m_conv",
+    "cortex_m_elementwise",
+    "cortex_m_misc",
+    "portable",
+    "portable_float",
+)
+
+
+def register(
+    schema: str,
+    *,
+    kernel: str | Callable[[Args, str], str] | None = None,
+    portable_fallback: bool = False,
+) -> Callable[[Callable[[Args], None]], OpDef]:
+    """Decorator: register ``fn`` as the implementation of the op ``schema`` describes."""
+    parsed = parse_schema(schema)
+
+    def wrap(fn: Callable[[Args], None]) -> OpDef:
+        if parsed.qualified_name in _REGISTRY:
+            raise RuntimeError(f"operator {parsed.qualified_name} registered twice")
+        op = OpDef(
+            parsed, fn, kernel=kernel, portable_fallback=portable_fallback, doc=(fn.__doc__ or "").strip()
+        )
+        _REGISTRY[parsed.qualified_name] = op
+        return op
+
+    return wrap
+
+
+def alias(name: str, op: OpDef, schema: str) -> OpDef:
+    """Register the same implementation under another name/schema (e.g. an ``_nhwc`` variant)."""
+    parsed = parse_schema(schema)
+    if parsed.qualified_name != name:
+        raise RuntimeError(f"alias {name} does not match its schema {parsed.qualified_name}")
+    twin = OpDef(parsed, op.run, op.kernel, op.validate, op.macs, op.scratch, op.portable_fallback, op.doc)
+    _REGISTRY[name] = twin
+    return twin
+
+
+def load_all() -> dict[str, OpDef]:
+    for module in OP_MODULES:
+        try:
+            importlib.import_module(f"refsim.ops.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"refsim.ops.{module}":
+                raise
+    return _REGISTRY
+
+
+def lookup(name: str) -> OpDef:
+    ops = load_all()
+    try:
+        return ops[name]
+    except KeyError:
+        raise UnsupportedError(f"operator {name} is not supported by refsim (see docs/ops.md)") from None
+
+
+def all_ops() -> dict[str, OpDef]:
+    return dict(sorted(load_all().items()))

@@ -1,0 +1,240 @@
+"""`Program` and `Method`: load a validated .pte and execute a method in its planned arenas.
+
+Load does all the checking (the file via refsim.pte, the memory plan via `verify_plan`,
+every KernelCall against its op's schema and validator); `Method.execute` then trusts it and
+stays a small loop over the instruction chain. One bytearray per ``mem_id``
+(``non_const_buffer_sizes[i]``; entry 0 reserved); every memory-planned tensor is a numpy
+view at its planned offset; constants are read-only views of the (mmapped) file; tensors
+that are neither are given private buffers (they are supplied at run time).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refsim.errors import RefsimError, UnsupportedError
+from refsim.ops.registry import Args, OpDef, OpError, lookup
+from refsim.pte import ProgramFile, load_program
+from refsim.pte import model as m
+from refsim.runtime.plan import verify_plan
+from refsim.runtime.tensor import TensorRef
+
+
+class ExecutionError(RefsimError):
+    """A method could not run to completion (bad inputs, a loop past the bound, ...)."""
+
+
+@dataclass(frozen=True)
+class BoundCall:
+    """A KernelCall resolved at load: its op, argument value indices and bound `Args`."""
+
+    instruction: int
+    op: OpDef
+    arg_indices: tuple[int, ...]
+    args: Args
+
+
+#: Hook signature for tracing: (instruction index, bound call or None, phase "before"/"after").
+TraceHook = Callable[[int, BoundCall | None, str], None]
+
+
+class Method:
+    """One execution plan, with its own arenas."""
+
+    def __init__(self, program: Program, plan: m.ExecutionPlan) -> None:
+        self.program = program
+        self.plan = plan
+        self.name = plan.name
+        if not plan.chains:
+            raise UnsupportedError(f"method {plan.name!r} has no instruction chain")
+        if len(plan.chains) > 1:
+            raise UnsupportedError(f"method {plan.name!r} has {len(plan.chains)} chains; refsim runs one")
+        self.placements = verify_plan(plan)
+        self.arenas = [bytearray(size) for size in plan.non_const_buffer_sizes]
+        self.values: list[Any] = [self._materialize(i, v) for i, v in enumerate(plan.values)]
+        self.instructions = plan.chains[0].instructions
+        self.has_moves = any(isinstance(ins, m.MoveCall) for ins in self.instructions)
+        self.calls: list[BoundCall | None] = [self._bind(i, ins) for i, ins in enumerate(self.instructions)]
+        self.inputs: list[TensorRef | Any] = [self.values[i] for i in plan.inputs]
+        self.outputs: list[TensorRef | Any] = [self.values[i] for i in plan.outputs]
+
+    # --- load ------------------------------------------------------------------------
+
+    def _materialize(self, index: int, v: m.EValue) -> Any:
+        if isinstance(v, m.Tensor):
+            return self._tensor(index, v)
+        if isinstance(v, m.Null):
+            return None
+        if isinstance(v, m.Int | m.Bool | m.Double | m.String):
+            return v.value
+        if isinstance(v, m.IntList):
+            return tuple(self.plan.values[i].value for i in v.items)  # validated: items are Int values
+        if isinstance(v, m.DoubleList | m.BoolList):
+            return tuple(v.items)
+        return v  # tensor lists are resolved after every tensor exists (_resolve)
+
+    def _tensor(self, index: int, t: m.Tensor) -> TensorRef:
+        dtype = t.scalar_type.numpy_dtype
+        if dtype is None:
+            raise UnsupportedError(f"values[{index}]: tensors of type {t.scalar_type.name} are not supported")
+        shape = t.storage_shape
+        if t.is_constant:
+            storage = self.program.file.constant_data(t)
+        elif t.allocation is not None:
+            arena = self.arenas[t.allocation.memory_id]
+            storage = np.frombuffer(arena, dtype=dtype, count=t.numel, offset=t.allocation.offset).reshape(
+                shape
+            )
+        else:
+            storage = np.zeros(shape, dtype)
+        return TensorRef(index, t, storage)
+
+    def _resolve(self, index: int) -> Any:
+        v = self.values[index]
+        if isinstance(v, m.TensorList):
+            return [self.values[i] for i in v.items]
+        if isinstance(v, m.OptionalTensorList):
+            return [None if i < 0 else self.values[i] for i in v.items]
+        return v
+
+    def _bind(self, position: int, ins: m.Instruction) -> BoundCall | None:
+        if isinstance(ins, m.DelegateCall):
+            backend = self.plan.delegates[ins.delegate_index].id
+            raise UnsupportedError(
+                f"method {self.name!r} instruction {position}: delegate {backend!r} is not supported "
+                "(refsim runs the cortex_m operator dialect; lower without a delegate)"
+            )
+        if not isinstance(ins, m.KernelCall):
+            return None
+        operator = self.plan.operators[ins.op_index]
+        op = lookup(operator.qualified_name)
+        schema_args = op.schema.args
+        n = len(schema_args)
+        n_out = len(op.schema.outputs)
+        if len(ins.args) not in (n, n + n_out):
+            raise OpError(
+                f"{op.name} (instruction {position}): expected {n} arguments (+{n_out} return), "
+                f"got {len(ins.args)}"
+            )
+        values = []
+        for spec, index in zip(schema_args, ins.args[:n], strict=True):
+            kind = self.plan.values[index].kind
+            if kind not in spec.kinds:
+                expected = " or ".join(k.name for k in spec.kinds)
+                raise OpError(
+                    f"{op.name} (instruction {position}): argument {spec.name} ({spec.type}) "
+                    f"must be {expected}, got {kind.name} (values[{index}])"
+                )
+            values.append(self._resolve(index))
+        args = Args(op.name, position, tuple(a.name for a in schema_args), values)
+        if op.validate is not None:
+            op.validate(args)
+        return BoundCall(position, op, tuple(ins.args[:n]), args)
+
+    # --- execution -------------------------------------------------------------------
+
+    def set_inputs(self, inputs: Sequence[np.ndarray | int | float | bool]) -> None:
+        """Copy inputs (logical shape, the tensor's dtype) into their planned slots."""
+        if len(inputs) != len(self.inputs):
+            raise ExecutionError(f"method {self.name!r} takes {len(self.inputs)} inputs, got {len(inputs)}")
+        for k, (slot, value) in enumerate(zip(self.inputs, inputs, strict=True)):
+            if not isinstance(slot, TensorRef):
+                if value != slot:
+                    raise ExecutionError(f"input{k}: this method was exported with the constant {slot!r}")
+                continue
+            arr = np.asarray(value)
+            if arr.shape != tuple(slot.sizes):
+                raise ExecutionError(f"input{k}: expected shape {list(slot.sizes)}, got {list(arr.shape)}")
+            if arr.dtype != slot.dtype:
+                raise ExecutionError(f"input{k}: expected dtype {slot.dtype}, got {arr.dtype}")
+            slot.write(arr)
+
+    def execute(
+        self,
+        inputs: Sequence[np.ndarray | int | float | bool] | None = None,
+        *,
+        max_instructions: int | None = None,
+        trace: TraceHook | None = None,
+    ) -> list[np.ndarray | Any]:
+        """Run the chain; return copies of the outputs in logical shape."""
+        if inputs is not None:
+            self.set_inputs(inputs)
+        instructions = self.instructions
+        calls = self.calls
+        limit = (
+            max_instructions if max_instructions is not None else 1000 * max(len(instructions), 1) + 10_000
+        )
+        pc = 0
+        executed = 0
+        while pc < len(instructions):
+            executed += 1
+            if executed > limit:
+                raise ExecutionError(
+                    f"method {self.name!r} executed more than {limit} instructions (a jump loop?); stopped"
+                )
+            call = calls[pc]
+            if call is not None:
+                if self.has_moves:
+                    call.args._values[:] = [self._resolve(i) for i in call.arg_indices]
+                if trace is not None:
+                    trace(pc, call, "before")
+                call.op.run(call.args)
+                if trace is not None:
+                    trace(pc, call, "after")
+                pc += 1
+                continue
+            ins = instructions[pc]
+            if isinstance(ins, m.JumpFalseCall):
+                cond = self.values[ins.cond_value_index]
+                if isinstance(cond, TensorRef):
+                    cond = bool(cond.storage.reshape(-1)[0])
+                pc = pc + 1 if cond else ins.destination_instruction
+            elif isinstance(ins, m.MoveCall):
+                self.values[ins.move_to] = self.values[ins.move_from]
+                pc += 1
+            else:  # FreeCall: memory is planned, nothing to release
+                pc += 1
+        return [v.logical.copy() if isinstance(v, TensorRef) else v for v in self.outputs]
+
+
+class Program:
+    """A loaded .pte: its methods are created on demand, each with its own arenas."""
+
+    def __init__(self, file: ProgramFile, path: str | None = None) -> None:
+        self.file = file
+        self.path = path
+        self._methods: dict[str, Method] = {}
+
+    @classmethod
+    def load(cls, source: str | os.PathLike | bytes) -> Program:
+        if isinstance(source, str | os.PathLike):
+            if not os.path.exists(source):
+                raise RefsimError(f"{source}: no such file")
+            return cls(load_program(source), os.fspath(source))
+        return cls(load_program(source))
+
+    @property
+    def method_names(self) -> list[str]:
+        return [p.name for p in self.file.program.execution_plan]
+
+    def method(self, name: str = "forward") -> Method:
+        if name not in self._methods:
+            if name not in self.method_names:
+                raise RefsimError(f"no method named {name!r}; the program has {', '.join(self.method_names)}")
+            self._methods[name] = Method(self, self.file.program.plan(name))
+        return self._methods[name]
+
+    def constant_method(self, name: str) -> Any:
+        """The value a constant method returns (``forward_input0_scale`` ...), or None if absent."""
+        if name not in self.method_names:
+            return None
+        plan = self.file.program.plan(name)
+        if len(plan.outputs) != 1 or any(c.instructions for c in plan.chains):
+            return None
+        v = plan.values[plan.outputs[0]]
+        return v.value if isinstance(v, m.Int | m.Double | m.Bool) else None
