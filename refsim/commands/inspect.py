@@ -1,0 +1,1 @@
+"""``refsim inspect``."""
