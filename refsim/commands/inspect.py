@@ -1,1 +1,142 @@
-"""``refsim inspect``."""
+"""``refsim inspect MODEL.pte``: what a program holds, without running it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from refsim.cli import app, console
+from refsim.errors import RefsimError
+from refsim.ops.registry import load_all
+
+
+@app.command()
+def inspect(
+    model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    isa: Annotated[str, typer.Option("--isa", help="Tier whose CMSIS-NN kernel choice to show.")] = "mve",
+) -> None:
+    """Methods, operators, kernel coverage, constants, arenas, memory plan and I/O quantization."""
+    from refsim.runtime import Program
+    from refsim.runtime.describe import (
+        constant_bytes,
+        io_quantization,
+        method_ops,
+        operator_counts,
+        scratch_bytes,
+        tensor_summary,
+    )
+
+    program = Program.load(model)
+    report: dict = {"file": str(model), "constant_bytes": constant_bytes(program), "methods": []}
+    for plan in program.file.program.execution_plan:
+        entry: dict = {"name": plan.name, "instructions": sum(len(c.instructions) for c in plan.chains)}
+        if entry["instructions"] == 0 and len(plan.outputs) == 1:
+            v = plan.values[plan.outputs[0]]
+            entry["constant"] = getattr(v, "value", None)
+            report["methods"].append(entry)
+            continue
+        entry["operators"] = dict(operator_counts(plan))
+        try:
+            method = program.method(plan.name)
+        except RefsimError as exc:  # still describe what the file holds
+            entry["error"] = str(exc)
+            entry["unsupported"] = sorted(n for n in entry["operators"] if n not in load_all())
+            report["methods"].append(entry)
+            continue
+        ops = method_ops(method, isa)
+        cmsis = sum(1 for o in ops if not o["portable"])
+        entry.update(
+            ops=ops,
+            cmsis_nn_ops=cmsis,
+            portable_ops=len(ops) - cmsis,
+            macs=sum(o["macs"] for o in ops),
+            arena_bytes={str(i): size for i, size in enumerate(plan.non_const_buffer_sizes) if i > 0},
+            scratch_bytes=scratch_bytes(method),
+            memory_plan=[
+                {
+                    "value": p.value,
+                    "mem_id": p.memory_id,
+                    "offset": p.start,
+                    "bytes": p.end - p.start,
+                    "live": [p.first_use, p.last_use],
+                }
+                for p in method.placements
+            ],
+            inputs=[
+                {**tensor_summary(t), "quantization": _quant(io_quantization(program, plan.name, "input", k))}
+                for k, t in enumerate(method.inputs)
+            ],
+            outputs=[
+                {
+                    **tensor_summary(t),
+                    "quantization": _quant(io_quantization(program, plan.name, "output", k)),
+                }
+                for k, t in enumerate(method.outputs)
+            ],
+        )
+        report["methods"].append(entry)
+    if json_out:
+        print(json.dumps(report, indent=2))
+        return
+    _print(report, isa)
+
+
+def _quant(q) -> dict | None:
+    return (
+        None
+        if q is None
+        else {
+            "scale": q.scale,
+            "zero_point": q.zero_point,
+            "quant_min": q.quant_min,
+            "quant_max": q.quant_max,
+        }
+    )
+
+
+def _print(report: dict, isa: str) -> None:
+    console.print(f"[bold]{report['file']}[/]  constants {report['constant_bytes']:,} B")
+    constants = [x for x in report["methods"] if "constant" in x]
+    for meth in report["methods"]:
+        if "constant" in meth:
+            continue
+        if "error" in meth:
+            console.print(
+                f"\nmethod [bold]{meth['name']}[/]: {meth['instructions']} instructions; cannot run: {meth['error']}"
+            )
+            console.print("operators: " + ", ".join(f"{n} ×{c}" for n, c in meth["operators"].items()))
+            continue
+        total = meth["cmsis_nn_ops"] + meth["portable_ops"]
+        share = 100.0 * meth["cmsis_nn_ops"] / total if total else 0.0
+        console.print(
+            f"\nmethod [bold]{meth['name']}[/]: {meth['instructions']} instructions, {total} kernel calls, "
+            f"{share:.0f}% on CMSIS-NN kernels ({meth['portable_ops']} portable), {meth['macs']:,} MACs; "
+            f"arenas {meth['arena_bytes']} B, scratch {meth['scratch_bytes']:,} B"
+        )
+        table = Table("#", "operator", f"kernel ({isa})", "MACs")
+        for o in meth["ops"]:
+            table.add_row(str(o["index"]), o["name"], o["kernel"], f"{o['macs']:,}")
+        console.print(table)
+        io = Table("", "shape", "dtype", "dim_order", "quantization", "memory")
+        for kind in ("inputs", "outputs"):
+            for k, t in enumerate(meth[kind]):
+                q = t.get("quantization")
+                qtext = f"scale {q['scale']:.6g}, zp {q['zero_point']}" if q else "-"
+                mem = t.get("memory")
+                mtext = f"arena {mem['mem_id']} @{mem['offset']} ({mem['bytes']} B)" if mem else "-"
+                io.add_row(
+                    f"{kind[:-1]}{k}",
+                    str(t.get("shape", "")),
+                    t.get("dtype", ""),
+                    str(t.get("dim_order", "")),
+                    qtext,
+                    mtext,
+                )
+        console.print(io)
+    if constants:
+        console.print("constant methods: " + ", ".join(f"{c['name']}={c['constant']}" for c in constants))

@@ -1,1 +1,168 @@
-"""``refsim run``."""
+"""``refsim run MODEL.pte``: execute a method bit-exactly and report what it did.
+
+Inputs come from ``--inputs in.npz`` (keys ``input0``, ``input1``, ... in logical shape) or
+are drawn at random from ``--seed``. A float array given for an int8 input is quantized with
+the program's ``<method>_input<k>_*`` constants (ExecuTorch's QuantizeInputs) when present,
+with ExecuTorch's portable rounding; an int8 array is taken as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from refsim.cli import app, console
+from refsim.errors import RefsimError
+
+ISAS = ("scalar", "dsp", "mve")
+
+
+@app.command()
+def run(
+    model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program.")],
+    inputs: Annotated[Path | None, typer.Option("--inputs", help="npz with input0, input1, ...")] = None,
+    outputs: Annotated[Path | None, typer.Option("--outputs", help="Write output0, ... to this npz.")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the run report as JSON.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for random inputs.")] = 0,
+    method_name: Annotated[str, typer.Option("--method", help="Method to run.")] = "forward",
+    isa: Annotated[str, typer.Option("--isa", help="Tier for kernel choice: scalar, dsp or mve.")] = "mve",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the outputs line.")] = False,
+) -> None:
+    """Run MODEL.pte's method in its planned arenas with the golden kernels."""
+    from refsim.runtime import Program
+    from refsim.runtime.describe import constant_bytes, io_quantization, method_ops, scratch_bytes
+
+    if isa not in ISAS:
+        raise RefsimError(f"--isa must be one of {', '.join(ISAS)}, got {isa!r}")
+    program = Program.load(model)
+    method = program.method(method_name)
+    values = _inputs(program, method, inputs, seed)
+
+    timings: dict[int, float] = {}
+    started: dict[int, float] = {}
+
+    def trace(pc, call, phase):
+        if phase == "before":
+            started[pc] = time.perf_counter()
+        else:
+            timings[pc] = timings.get(pc, 0.0) + time.perf_counter() - started[pc]
+
+    t0 = time.perf_counter()
+    results = method.execute(values, trace=trace)
+    wall = time.perf_counter() - t0
+
+    ops = method_ops(method, isa)
+    for o in ops:
+        o["cycles"] = None  # the cost models (isa_models) are not implemented yet
+        o["host_us"] = round(timings.get(o["index"], 0.0) * 1e6, 2)
+    report = {
+        "file": str(model),
+        "method": method_name,
+        "isa": isa,
+        "cpu": None,
+        "clock_mhz": None,
+        "cycles_total": None,
+        "latency_ms": None,
+        "host_ms": round(wall * 1e3, 3),
+        "ops": ops,
+        "memory": {
+            "arena_bytes": {str(i): s for i, s in enumerate(method.plan.non_const_buffer_sizes) if i > 0},
+            "scratch_bytes": scratch_bytes(method),
+            "constant_bytes": constant_bytes(program),
+        },
+        "outputs": [],
+    }
+    arrays = {}
+    for k, out in enumerate(results):
+        arr = np.asarray(out)
+        arrays[f"output{k}"] = arr
+        entry = {"shape": list(arr.shape), "dtype": str(arr.dtype)}
+        q = io_quantization(program, method_name, "output", k)
+        if q is not None:
+            entry["quantization"] = {"scale": q.scale, "zero_point": q.zero_point}
+        report["outputs"].append(entry)
+    if outputs is not None:
+        np.savez(outputs, **arrays)
+    if json_path is not None:
+        json_path.write_text(json.dumps(report, indent=2) + "\n")
+    if quiet:
+        print(" ".join(f"output{k}{list(a.shape)}" for k, a in enumerate(arrays.values())))
+        return
+    table = Table("#", "operator", f"kernel ({isa})", "MACs", "host µs")
+    for o in ops:
+        table.add_row(str(o["index"]), o["name"], o["kernel"], f"{o['macs']:,}", f"{o['host_us']:.1f}")
+    console.print(table)
+    for k, arr in enumerate(arrays.values()):
+        flat = arr.reshape(-1)
+        q = io_quantization(program, method_name, "output", k)
+        line = f"output{k}: {arr.dtype} {list(arr.shape)} {np.array2string(flat[:12], separator=', ')}"
+        if q is not None and arr.dtype.kind == "i":
+            deq = (flat[:12].astype(np.float64) - q.zero_point) * q.scale
+            line += f"  ≈ {np.array2string(deq, precision=4, separator=', ')}"
+        console.print(line, highlight=False)
+    console.print(f"{sum(o['macs'] for o in ops):,} MACs in {wall * 1e3:.2f} ms on the host", highlight=False)
+
+
+def _inputs(program, method, path: Path | None, seed: int) -> list:
+    from kernels_py.quantize import quantize_per_tensor
+    from refsim.runtime import TensorRef
+    from refsim.runtime.describe import io_quantization
+
+    given: dict[str, np.ndarray] = {}
+    if path is not None:
+        if not path.exists():
+            raise RefsimError(f"{path}: no such file")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                given = {k: z[k] for k in z.files}
+        except (OSError, ValueError) as exc:
+            raise RefsimError(f"{path}: not a readable .npz file ({exc})") from None
+        unknown = sorted(set(given) - {f"input{k}" for k in range(len(method.inputs))})
+        if unknown:
+            raise RefsimError(
+                f"{path}: unexpected arrays {unknown}; the method takes input0..input{len(method.inputs) - 1}"
+            )
+    rng = np.random.default_rng(seed)
+    values = []
+    for k, slot in enumerate(method.inputs):
+        if not isinstance(slot, TensorRef):
+            values.append(slot)
+            continue
+        shape, dtype = tuple(slot.sizes), slot.dtype
+        arr = given.get(f"input{k}")
+        if arr is None:
+            if path is not None:
+                raise RefsimError(f"{path}: missing input{k} (shape {list(shape)}, {dtype})")
+            if dtype.kind == "f":
+                arr = rng.standard_normal(shape).astype(dtype)
+            elif dtype.kind in "iu":
+                info = np.iinfo(dtype)
+                arr = rng.integers(max(info.min, -128), min(info.max, 127), shape, endpoint=True).astype(
+                    dtype
+                )
+            elif dtype == np.bool_:
+                arr = rng.integers(0, 2, shape).astype(bool)
+            else:
+                raise RefsimError(f"input{k}: cannot draw random values of dtype {dtype}")
+        if arr.shape != shape:
+            raise RefsimError(f"input{k}: expected shape {list(shape)}, got {list(arr.shape)}")
+        if arr.dtype != dtype:
+            q = io_quantization(program, method.name, "input", k)
+            if arr.dtype.kind == "f" and dtype == np.int8 and q is not None:
+                arr = quantize_per_tensor(
+                    arr.astype(np.float32),
+                    q.scale,
+                    q.zero_point,
+                    -128 if q.quant_min is None else q.quant_min,
+                    127 if q.quant_max is None else q.quant_max,
+                )
+            else:
+                raise RefsimError(f"input{k}: expected dtype {dtype}, got {arr.dtype}")
+        values.append(arr)
+    return values
