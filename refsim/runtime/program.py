@@ -209,6 +209,9 @@ class Program:
         self.file = file
         self.path = path
         self._methods: dict[str, Method] = {}
+        # The memory plan of every method is proven sound at load, before anything runs.
+        for plan in file.program.execution_plan:
+            verify_plan(plan)
 
     @classmethod
     def load(cls, source: str | os.PathLike | bytes) -> Program:
