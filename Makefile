@@ -6,16 +6,17 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # Debian packages for kernels_c (QEMU runs of the C kernels); installed only when missing.
 # flatbuffers-compiler gives flatc, which cross-checks our .pte schema in the tests.
-APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm flatbuffers-compiler
+# gcc (host) builds the QEMU instruction-counting plugin.
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm flatbuffers-compiler gcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_WORKERS ?= 2
 
 INTEROP_VENV ?= .venv-interop
 IPY := $(INTEROP_VENV)/bin/python
 # Tests that need the real ExecuTorch (exporter and runtime) run in the interop venv.
-INTEROP_TESTS := tests/pte/test_interop.py
+INTEROP_TESTS := tests/pte/test_interop.py tests/interop
 
-.PHONY: demo test test-main test-interop lint bench pte-fixtures apt-deps venv venv-interop clean
+.PHONY: demo test test-main test-interop lint bench pte-fixtures apt-deps venv venv-interop clean conformance-long
 
 venv: $(VENV)/.installed
 venv-interop: $(INTEROP_VENV)/.installed
@@ -55,10 +56,11 @@ test-main: venv apt-deps
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
 
 test-interop: venv-interop apt-deps
-	$(IPY) -m pytest -q $(INTEROP_TESTS)
+	$(IPY) -m pytest -n $(PYTEST_WORKERS) -q $(INTEROP_TESTS)
 
 pte-fixtures: venv-interop
 	$(IPY) tests/fixtures/pte/make_fixtures.py
+	$(IPY) tests/fixtures/pte/make_conv_fixtures.py
 
 bench: venv
 	$(PY) benchmarks/kernels.py
@@ -70,3 +72,20 @@ lint: venv
 clean:
 	rm -rf $(VENV) $(INTEROP_VENV) .pytest_cache .hypothesis build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Long conformance campaign: every kernel kernels_c has, on all five cores, CONFORMANCE_CASES
+# generated cases per kernel (one or a few QEMU starts per core), with instruction counts.
+CONFORMANCE_CASES ?= 2000
+CONFORMANCE_SEED  ?= 1
+CONFORMANCE_OUT   ?= build/conformance
+CONFORMANCE_CORES := scalar:cortex-m3 dsp:cortex-m4 dsp:cortex-m7 dsp:cortex-m33 mve:cortex-m55
+
+conformance-long: venv apt-deps
+	@mkdir -p $(CONFORMANCE_OUT); status=0; \
+	for target in $(CONFORMANCE_CORES); do \
+	  isa=$${target%%:*}; cpu=$${target#*:}; \
+	  echo "== refsim conformance --isa $$isa --cpu $$cpu --cases $(CONFORMANCE_CASES) --seed $(CONFORMANCE_SEED)"; \
+	  $(VENV)/bin/refsim conformance --isa $$isa --cpu $$cpu --cases $(CONFORMANCE_CASES) \
+	    --seed $(CONFORMANCE_SEED) --count-instructions $(CONFORMANCE_OUT)/$$cpu.json \
+	    --failures-dir $(CONFORMANCE_OUT)/failures-$$cpu || status=1; \
+	done; exit $$status

@@ -23,4 +23,11 @@ class UnsupportedError(RefsimError):
 #: errors (kernels_py cannot import refsim, so its base class stands beside ours).
 USER_ERRORS: tuple[type[Exception], ...] = (RefsimError, KernelError)
 
-__all__ = ["USER_ERRORS", "KernelArgumentError", "KernelError", "RefsimError", "UnsupportedError", "VectorError"]
+__all__ = [
+    "USER_ERRORS",
+    "KernelArgumentError",
+    "KernelError",
+    "RefsimError",
+    "UnsupportedError",
+    "VectorError",
+]

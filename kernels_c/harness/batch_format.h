@@ -88,6 +88,47 @@ enum
     RS_FN_ELEMENTWISE_ADD_S8 = 1, /* 13 params, arrays input_1, input_2 (int8, block_size) */
     RS_FN_ELEMENTWISE_MUL_S8 = 2, /* 8 params, arrays input_1, input_2 (int8, block_size) */
     RS_FN_FULLY_CONNECTED_S8 = 3, /* 10 params, arrays input (int8), filter (int8), bias (int32, 0 = NULL) */
+    /* Convolution family (harness/functions_conv.c): 22 params (24 for the transpose convolutions),
+     * arrays input, filter (int8), bias (int32, 0 = NULL), multiplier, shift (int32); the
+     * *_GET_BUFFER_SIZE entries take the same params, no arrays, and return the size as 4 bytes. */
+    RS_FN_CONVOLVE_S8 = 0x10,
+    RS_FN_CONVOLVE_WRAPPER_S8 = 0x11,
+    RS_FN_CONVOLVE_1X1_S8_FAST = 0x12,
+    RS_FN_CONVOLVE_1X1_S8 = 0x13,
+    RS_FN_CONVOLVE_1_X_N_S8 = 0x14,
+    RS_FN_TRANSPOSE_CONV_S8 = 0x15,
+    RS_FN_TRANSPOSE_CONV_WRAPPER_S8 = 0x16,
+    RS_FN_CONVOLVE_WRAPPER_S8_GET_BUFFER_SIZE = 0x17,
+    RS_FN_CONVOLVE_S8_GET_BUFFER_SIZE = 0x18,
+    RS_FN_CONVOLVE_1_X_N_S8_GET_BUFFER_SIZE = 0x19,
+    RS_FN_CONVOLVE_1X1_S8_FAST_GET_BUFFER_SIZE = 0x1A,
+    RS_FN_TRANSPOSE_CONV_S8_GET_BUFFER_SIZE = 0x1B,
+    RS_FN_TRANSPOSE_CONV_S8_GET_REVERSE_CONV_BUFFER_SIZE = 0x1C,
+    /* Depthwise and pooling (harness/functions_depthwise_pooling.c): 24 params, arrays input, filter
+     * (int8), bias (int32, 0 = NULL), multiplier, shift (int32); the sizers take 23 params and return
+     * the size as 4 output bytes; pooling 17 params, array input (int8). */
+    RS_FN_DEPTHWISE_CONV_WRAPPER_S8 = 0x20,
+    RS_FN_DEPTHWISE_CONV_S8 = 0x21,
+    RS_FN_DEPTHWISE_CONV_3X3_S8 = 0x22,
+    RS_FN_DEPTHWISE_CONV_S8_OPT = 0x23,
+    RS_FN_DEPTHWISE_CONV_WRAPPER_S8_GET_BUFFER_SIZE = 0x24,
+    RS_FN_DEPTHWISE_CONV_S8_OPT_GET_BUFFER_SIZE = 0x25,
+    RS_FN_AVGPOOL_S8 = 0x28,
+    RS_FN_MAX_POOL_S8 = 0x29,
+    RS_FN_AVGPOOL_S8_GET_BUFFER_SIZE = 0x2A, /* 2 params: output_dims.w, input_dims.c */
+    /* Softmax, matmul, min/max, activations and layout (harness/functions_ops.c). The
+     * *_GET_BUFFER_SIZE entry returns the size as 4 output bytes; VECTOR_SUM outputs int32. */
+    RS_FN_SOFTMAX_S8 = 0x30,
+    RS_FN_BATCH_MATMUL_S8 = 0x31,
+    RS_FN_BATCH_MATMUL_S8_GET_BUFFER_SIZE = 0x32,
+    RS_FN_FULLY_CONNECTED_PER_CHANNEL_S8 = 0x33,
+    RS_FN_VECTOR_SUM_S8 = 0x34,
+    RS_FN_MAXIMUM_S8 = 0x35,
+    RS_FN_MINIMUM_S8 = 0x36,
+    RS_FN_RELU6_S8 = 0x37,
+    RS_FN_PAD_S8 = 0x38,
+    RS_FN_TRANSPOSE_S8 = 0x39,
+    RS_FN_REFSIM_LUT_S8 = 0x3A,
     RS_FN_TEST_ECHO = 0xFF00,     /* no params, one int8 array copied to the output */
     RS_FN_TEST_FAULT = 0xFF01,    /* 1 param: an address the case loads a word from */
     RS_FN_TEST_HANG = 0xFF02,     /* no params: spins forever (driver timeout test) */

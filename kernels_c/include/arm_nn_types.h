@@ -79,6 +79,18 @@ typedef struct
     cmsis_nn_activation activation;
 } cmsis_nn_conv_params;
 
+/** Transpose convolution parameters; padding is top/left, padding_offsets the bottom/right extra. */
+typedef struct
+{
+    int32_t input_offset;
+    int32_t output_offset;
+    cmsis_nn_tile stride;
+    cmsis_nn_tile padding;
+    cmsis_nn_tile padding_offsets;
+    cmsis_nn_tile dilation;
+    cmsis_nn_activation activation;
+} cmsis_nn_transpose_conv_params;
+
 /** Depthwise convolution parameters; ch_mult * in_ch = out_ch. */
 typedef struct
 {
@@ -107,6 +119,22 @@ typedef struct
     int32_t output_offset;
     cmsis_nn_activation activation;
 } cmsis_nn_fc_params;
+
+/** Batch matmul parameters. arm_batch_matmul_s8 reads only fc_params (filter_offset = -rhs zero
+ *  point); adj_x / adj_y describe transposes the caller has already done. */
+typedef struct
+{
+    const bool adj_x;
+    const bool adj_y;
+    cmsis_nn_fc_params fc_params;
+} cmsis_nn_bmm_params;
+
+/** Transpose parameters: output axis k is input axis permutations[k] (num_dims entries). */
+typedef struct
+{
+    const int32_t num_dims;
+    const uint32_t *permutations;
+} cmsis_nn_transpose_params;
 
 #ifdef __cplusplus
 }

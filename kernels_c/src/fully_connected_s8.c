@@ -309,7 +309,7 @@ arm_cmsis_nn_status rs_fully_connected_s8_mve(RS_FULLY_CONNECTED_ARGS)
 #endif /* RS_HAVE_MVE */
 
 /* ------------------------------------------------------------------------------------------ */
-/* Buffer sizes and kernel sums (host-callable, tier-independent).                            */
+/* Buffer sizes (host-callable, tier-independent).                                            */
 
 int32_t arm_fully_connected_s8_get_buffer_size_dsp(const cmsis_nn_dims *filter_dims)
 {
@@ -331,13 +331,18 @@ int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims)
 #endif
 }
 
-arm_cmsis_nn_status arm_vector_sum_s8(int32_t *vector_sum_buf,
-                                      const int32_t vector_cols,
-                                      const int32_t vector_rows,
-                                      const int8_t *vector_data,
-                                      const int32_t lhs_offset,
-                                      const int32_t rhs_offset,
-                                      const int32_t *bias_data)
+/* ------------------------------------------------------------------------------------------ */
+/* Kernel sums, one tier each: vector_sum_buf[r] = bias[r] + lhs_offset * sum_k w[r][k]       */
+/* + vector_cols * lhs_offset * rhs_offset, int32 with wrap; the public function dispatches.  */
+
+static inline int32_t fc_kernel_sum(uint32_t row_sum, int32_t row, int32_t lhs_offset, uint32_t offsets_term,
+                                    const int32_t *bias_data)
+{
+    const uint32_t bias = (uint32_t)(bias_data ? bias_data[row] : 0);
+    return (int32_t)(bias + row_sum * (uint32_t)lhs_offset + offsets_term);
+}
+
+arm_cmsis_nn_status rs_vector_sum_s8_scalar(RS_VECTOR_SUM_ARGS)
 {
     const uint32_t offsets_term = (uint32_t)vector_cols * (uint32_t)lhs_offset * (uint32_t)rhs_offset;
     for (int32_t r = 0; r < vector_rows; r++)
@@ -348,25 +353,92 @@ arm_cmsis_nn_status arm_vector_sum_s8(int32_t *vector_sum_buf,
         {
             row_sum += w[k];
         }
-        const uint32_t bias = (uint32_t)(bias_data ? bias_data[r] : 0);
-        vector_sum_buf[r] = (int32_t)(bias + (uint32_t)row_sum * (uint32_t)lhs_offset + offsets_term);
+        vector_sum_buf[r] = fc_kernel_sum((uint32_t)row_sum, r, lhs_offset, offsets_term, bias_data);
     }
     return ARM_CMSIS_NN_SUCCESS;
 }
+
+#if RS_HAVE_DSP
+/* Four bytes per SXTAB16 pair into two int16 lanes (two bytes per lane per word), folded with
+ * SMLAD every 128 words: a lane then holds at most 256 bytes, -32768 .. 32512, inside int16. */
+arm_cmsis_nn_status rs_vector_sum_s8_dsp(RS_VECTOR_SUM_ARGS)
+{
+    const uint32_t offsets_term = (uint32_t)vector_cols * (uint32_t)lhs_offset * (uint32_t)rhs_offset;
+    const int32_t cols_4 = vector_cols & ~3;
+    const int32_t ones = 0x00010001;
+    for (int32_t r = 0; r < vector_rows; r++)
+    {
+        const int8_t *w = vector_data + r * vector_cols;
+        int32_t row_sum = 0;
+        int32_t k = 0;
+        while (k < cols_4)
+        {
+            const int32_t chunk_end = NN_MIN(cols_4, k + 4 * 128);
+            int32_t lanes = 0;
+            for (; k < chunk_end; k += 4)
+            {
+                const int32_t word = nn_read_s8x4(w + k);
+                lanes = __sxtab16(lanes, word);
+                lanes = nn_sxtab16_ror8(lanes, word);
+            }
+            row_sum = __smlad(lanes, ones, row_sum);
+        }
+        for (; k < vector_cols; k++)
+        {
+            row_sum += w[k];
+        }
+        vector_sum_buf[r] = fc_kernel_sum((uint32_t)row_sum, r, lhs_offset, offsets_term, bias_data);
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+#endif /* RS_HAVE_DSP */
+
+#if RS_HAVE_MVE
+/* Sixteen bytes per VADDVA; the tail predicated. */
+arm_cmsis_nn_status rs_vector_sum_s8_mve(RS_VECTOR_SUM_ARGS)
+{
+    const uint32_t offsets_term = (uint32_t)vector_cols * (uint32_t)lhs_offset * (uint32_t)rhs_offset;
+    const int32_t cols_16 = vector_cols & ~15;
+    for (int32_t r = 0; r < vector_rows; r++)
+    {
+        const int8_t *w = vector_data + r * vector_cols;
+        int32_t row_sum = 0;
+        for (int32_t k = 0; k < cols_16; k += 16)
+        {
+            row_sum = vaddvaq_s8(row_sum, vld1q_s8(w + k));
+        }
+        if (cols_16 < vector_cols)
+        {
+            row_sum = vaddvaq_s8(row_sum, vldrbq_z_s8(w + cols_16, vctp8q((uint32_t)(vector_cols - cols_16))));
+        }
+        vector_sum_buf[r] = fc_kernel_sum((uint32_t)row_sum, r, lhs_offset, offsets_term, bias_data);
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+#endif /* RS_HAVE_MVE */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Public API: thin dispatch to the richest tier this build has.                              */
 
 #if RS_HAVE_MVE
     #define RS_FC_IMPL rs_fully_connected_s8_mve
+    #define RS_VECTOR_SUM_IMPL rs_vector_sum_s8_mve
 #elif RS_HAVE_DSP
     #define RS_FC_IMPL rs_fully_connected_s8_dsp
+    #define RS_VECTOR_SUM_IMPL rs_vector_sum_s8_dsp
 #else
     #define RS_FC_IMPL rs_fully_connected_s8_scalar
+    #define RS_VECTOR_SUM_IMPL rs_vector_sum_s8_scalar
 #endif
 
 arm_cmsis_nn_status arm_fully_connected_s8(RS_FULLY_CONNECTED_ARGS)
 {
     return RS_FC_IMPL(ctx, fc_params, quant_params, input_dims, input_data, filter_dims, filter_data, bias_dims,
                       bias_data, output_dims, output_data);
+}
+
+arm_cmsis_nn_status arm_vector_sum_s8(RS_VECTOR_SUM_ARGS)
+{
+    return RS_VECTOR_SUM_IMPL(vector_sum_buf, vector_cols, vector_rows, vector_data, lhs_offset, rhs_offset,
+                              bias_data);
 }

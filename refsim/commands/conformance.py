@@ -1,33 +1,84 @@
-"""``refsim conformance``: check or produce conformance vectors (docs/conformance.md)."""
+"""``refsim conformance``: check or produce conformance vectors, or run them through C kernels
+under QEMU (docs/conformance.md). The QEMU side lives in :mod:`refsim.qemu.conformance`."""
 
 from __future__ import annotations
 
+import enum
+import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
+from rich import box
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column, Table
 
 from refsim.cli import app, console
+from refsim.errors import VectorError
+
+if TYPE_CHECKING:
+    from refsim.qemu.conformance import Report
+
+#: FAIL lines printed per run; the closing line counts them all.
+MAX_FAIL_LINES = 50
+
+
+class Isa(enum.StrEnum):
+    scalar = "scalar"
+    dsp = "dsp"
+    mve = "mve"
 
 
 @app.command()
 def conformance(
     vectors: Annotated[
-        Path | None, typer.Option("--vectors", help="Check the golden model against this vector directory.")
+        Path | None,
+        typer.Option(
+            "--vectors",
+            help="Check this vector directory: against the golden model, or with --isa the C kernels.",
+        ),
     ] = None,
     export_vectors: Annotated[
         Path | None, typer.Option("--export-vectors", help="Write golden-model cases to this directory.")
     ] = None,
     kernel: Annotated[
         list[str] | None,
-        typer.Option("--kernel", help="CMSIS-NN function or family to export (repeatable; default all)."),
+        typer.Option(
+            "--kernel", help="CMSIS-NN function or family to export or run (repeatable; default all)."
+        ),
     ] = None,
-    cases: Annotated[int, typer.Option("--cases", min=1, help="Cases per function to export.")] = 10,
+    cases: Annotated[int, typer.Option("--cases", min=1, help="Cases per function to export or run.")] = 10,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the case generator.")] = 0,
     list_functions: Annotated[
         bool, typer.Option("--list", help="List the known functions and exit.")
     ] = False,
+    isa: Annotated[
+        Isa | None,
+        typer.Option("--isa", help="Run C kernels of this tier under QEMU (default core: m3, m4, m55)."),
+    ] = None,
+    cpu: Annotated[
+        str | None,
+        typer.Option("--cpu", help="Core for the C kernels: cortex-m3, -m4, -m7, -m33 or -m55."),
+    ] = None,
+    kernels_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--kernels-dir", help="Build this CMSIS-NN-API library (Include/, Source/) instead of kernels_c."
+        ),
+    ] = None,
+    count_instructions: Annotated[
+        Path | None,
+        typer.Option(
+            "--count-instructions", help="Count executed instructions per case; write them to this JSON file."
+        ),
+    ] = None,
+    failures_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--failures-dir",
+            help="Where to save the first failing case (default: a new temporary directory).",
+        ),
+    ] = None,
 ) -> None:
     """Check or produce CMSIS-NN conformance vectors (format: docs/conformance.md)."""
     from refsim.conformance import registry
@@ -38,6 +89,21 @@ def conformance(
         for name, fn in registry.functions().items():
             table.add_row(name, fn.family, ", ".join(fn.arrays), str(len(fn.params)))
         console.print(table)
+        return
+    if any(option is not None for option in (isa, cpu, kernels_dir, count_instructions)):
+        if export_vectors is not None:
+            raise typer.BadParameter("--export-vectors writes golden-model vectors: it takes no --isa/--cpu")
+        _run_c_kernels(
+            isa.value if isa else None,
+            cpu,
+            vectors,
+            kernel,
+            cases,
+            seed,
+            kernels_dir,
+            count_instructions,
+            failures_dir,
+        )
         return
     if (vectors is None) == (export_vectors is None):
         raise typer.BadParameter("give exactly one of --vectors DIR or --export-vectors DIR")
@@ -59,3 +125,109 @@ def conformance(
     print(summary.closing_line())
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _say(text: str) -> None:
+    """One line as is: no markup, no highlighting, never wrapped (paths stay whole)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+
+
+def _run_c_kernels(
+    isa: str | None,
+    cpu: str | None,
+    vectors: Path | None,
+    kernel: list[str] | None,
+    cases: int,
+    seed: int,
+    kernels_dir: Path | None,
+    count_instructions: Path | None,
+    failures_dir: Path | None,
+) -> None:
+    """``--isa``: generated cases (or ``--vectors DIR``) through C kernels on one core."""
+    from refsim.conformance import vectors as vec
+    from refsim.qemu import conformance as qc
+
+    with console.status("building the harness"):
+        target = qc.resolve_target(isa, cpu, kernels_dir)
+    tier = "public functions" if target.variant == "default" else f"{target.variant} variants"
+    _say(f"{target.library_name} on {target.core.name} ({target.core.machine}): --isa {target.isa}, {tier}")
+    if vectors is not None:
+        chosen = set(vec.resolve_functions(kernel))
+        todo = [c for c in vec.iter_directory(vectors) if c.function in chosen]
+        source = str(vectors)
+    else:
+        functions = qc.kernel_functions(kernel)
+        if not functions:
+            raise VectorError(f"--kernel {' '.join(kernel or ['all'])}: no such function has a C kernel")
+        with _progress() as progress:
+            task = progress.add_task("generating cases", total=len(functions) * cases)
+            todo = qc.generate_cases(functions, cases, seed, progress=lambda n: progress.advance(task, n))
+        source = f"seed {seed}, {cases} per kernel"
+    with _progress() as progress:
+        task = progress.add_task(f"running on {target.core.name}", total=len(todo))
+        report = qc.run_cases(
+            target, todo, count=count_instructions is not None, progress=lambda n: progress.advance(task, n)
+        )
+    if not report.kernels:
+        raise VectorError(f"{source}: no case is of a function {target.library_name} runs")
+
+    console.print(_summary_table(report, counted=count_instructions is not None))
+    ran = sum(k.cases for k in report.kernels.values())
+    _say(f"{ran} cases in {report.emulator_starts} QEMU start(s) ({source})")
+    for function, skipped in report.skipped.items():
+        _say(f"skipped {skipped} cases of {function}: {report.skip_reason[function]}")
+    for failure in report.failures[:MAX_FAIL_LINES]:
+        _say(f"FAIL {failure.case.label}: {failure.message}")
+    if len(report.failures) > MAX_FAIL_LINES:
+        _say(f"... and {len(report.failures) - MAX_FAIL_LINES} more failures")
+    if report.failures:
+        directory = failures_dir or Path(tempfile.mkdtemp(prefix="refsim-conformance-failure-"))
+        saved = qc.save_reproducer(report, report.failures[0], directory)
+        library = f" --kernels-dir {target.library}" if target.library else ""
+        _say(f"first failing case saved to {saved}")
+        _say(
+            f"reproduce: refsim conformance --vectors {directory} --isa {target.isa} "
+            f"--cpu {target.core.name}{library}"
+        )
+    if count_instructions is not None:
+        qc.write_counts(count_instructions, report)
+        _say(f"wrote {len(report.counts)} instruction counts to {count_instructions}")
+    print(report.closing_line())
+    if report.failed:
+        raise typer.Exit(1)
+
+
+def _summary_table(report: Report, *, counted: bool) -> Table:
+    width = max(len(name) for name in report.kernels)
+    columns = [Column("kernel", no_wrap=True, min_width=width), "cases", "pass", "fail"]
+    if counted:
+        columns += ["instrs", "instr/MAC"]
+    table = Table(
+        *columns,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        title=f"{report.target.core.name}, --isa {report.target.isa}",
+        caption="instrs: executed instructions per case (mean)" if counted else None,
+    )
+    for summary in report.kernels.values():
+        row = [summary.function, str(summary.cases), str(summary.passed), str(summary.failed)]
+        if counted:
+            row += [
+                f"{summary.per_case:,.0f}" if summary.per_case is not None else "—",
+                f"{summary.per_mac:.2f}" if summary.per_mac is not None else "—",
+            ]
+        table.add_row(*row, style="red" if summary.failed else None)
+    return table

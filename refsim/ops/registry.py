@@ -36,16 +36,19 @@ class Args:
     """Bound arguments of one KernelCall, by schema name (``a.input``, ``a.self``, ``a.out``).
 
     Tensors are `refsim.runtime.tensor.TensorRef`; ints, floats, bools and strings are Python
-    values; lists are tuples; a Null is None.
+    values; lists are tuples; a Null is None. ``state`` is the op's own prepared data.
     """
 
-    __slots__ = ("_names", "_values", "instruction", "op")
+    __slots__ = ("_names", "_values", "instruction", "op", "state")
 
     def __init__(self, op: str, instruction: int, names: tuple[str, ...], values: list[Any]) -> None:
         self.op = op
         self.instruction = instruction
         self._names = names
         self._values = values
+        #: Per-call state an op prepares once (at load or first run) and reuses: views,
+        #: parameter structs. The runtime never reads it.
+        self.state: Any = None
 
     def __getattr__(self, name: str) -> Any:
         try:

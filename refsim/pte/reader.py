@@ -513,7 +513,9 @@ def _check_layout(
 ) -> tuple[tuple[DataSegment, ...], tuple[memoryview, ...], DataSources]:
     raw_segments = layout["segments"]
     base = header.segment_base_offset if header else 0
-    if raw_segments and base == 0:
+    # ExecuTorch writes one empty segment and no extended header for a program without
+    # constants, and its runtime loads that; only data-carrying segments need the header.
+    if base == 0 and any(size for _, size in raw_segments):
         raise ProgramError(
             f"{len(raw_segments)} segments but no extended header gives their base offset", "segments"
         )

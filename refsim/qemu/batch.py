@@ -69,6 +69,66 @@ class FunctionSpec:
 _S8 = np.dtype(np.int8)
 _S32 = np.dtype("<i4")
 
+#: Depthwise parameters (``cmsis_nn_dw_conv_params`` fields and dims); the kernels also take
+#: ``ctx.size``: -1 gives the variant's ``*_get_buffer_size()`` bytes, 0 a NULL ``ctx->buf``.
+_DEPTHWISE_PARAMS = (
+    "input_offset",
+    "output_offset",
+    "ch_mult",
+    "stride.h",
+    "stride.w",
+    "padding.h",
+    "padding.w",
+    "dilation.h",
+    "dilation.w",
+    "activation.min",
+    "activation.max",
+    *(f"{dims}.{k}" for dims in ("input_dims", "filter_dims", "output_dims") for k in "nhwc"),
+)
+_DEPTHWISE_ARRAYS = (
+    ArraySpec("input", _S8),
+    ArraySpec("filter", _S8),
+    ArraySpec("bias", _S32, optional=True),
+    ArraySpec("multiplier", _S32),
+    ArraySpec("shift", _S32),
+)
+#: Convolution parameters (``cmsis_nn_conv_params`` fields and dims, harness/functions_conv.c);
+#: the transpose convolutions add ``padding_offsets.*``. The kernels also take ``ctx.size``:
+#: -1 gives the variant's ``*_get_buffer_size()`` bytes, 0 a NULL ``ctx->buf``.
+_CONV_PARAMS = (
+    "input_offset",
+    "output_offset",
+    "stride.h",
+    "stride.w",
+    "padding.h",
+    "padding.w",
+    "dilation.h",
+    "dilation.w",
+    "activation.min",
+    "activation.max",
+    *(f"{dims}.{k}" for dims in ("input_dims", "filter_dims", "output_dims") for k in "nhwc"),
+)
+_TRANSPOSE_CONV_PARAMS = (*_CONV_PARAMS, "padding_offsets.h", "padding_offsets.w")
+_CONV_ARRAYS = (
+    ArraySpec("input", _S8),
+    ArraySpec("filter", _S8),
+    ArraySpec("bias", _S32, optional=True),
+    ArraySpec("multiplier", _S32),
+    ArraySpec("shift", _S32),
+)
+_POOL_PARAMS = (
+    "stride.h",
+    "stride.w",
+    "padding.h",
+    "padding.w",
+    "activation.min",
+    "activation.max",
+    "filter_dims.h",
+    "filter_dims.w",
+    *(f"{dims}.{k}" for dims in ("input_dims", "output_dims") for k in "nhwc"),
+    "ctx.size",
+)
+
 FUNCTIONS: dict[str, FunctionSpec] = {
     spec.name: spec
     for spec in (
@@ -124,6 +184,133 @@ FUNCTIONS: dict[str, FunctionSpec] = {
             ),
             (ArraySpec("input", _S8), ArraySpec("filter", _S8), ArraySpec("bias", _S32, optional=True)),
         ),
+        # Convolution family (0x10-0x1F). The *_get_buffer_size entries run no kernel: their output
+        # is the size as 4 little-endian bytes, the public function's for variant "default", else
+        # the named tier's (kernels_py's isa), on any core.
+        *(
+            FunctionSpec(name, fid, (*params, "ctx.size"), _CONV_ARRAYS)
+            for name, fid, params in (
+                ("arm_convolve_s8", 0x10, _CONV_PARAMS),
+                ("arm_convolve_wrapper_s8", 0x11, _CONV_PARAMS),
+                ("arm_convolve_1x1_s8_fast", 0x12, _CONV_PARAMS),
+                ("arm_convolve_1x1_s8", 0x13, _CONV_PARAMS),
+                ("arm_convolve_1_x_n_s8", 0x14, _CONV_PARAMS),
+                ("arm_transpose_conv_s8", 0x15, _TRANSPOSE_CONV_PARAMS),
+                ("arm_transpose_conv_wrapper_s8", 0x16, _TRANSPOSE_CONV_PARAMS),
+            )
+        ),
+        FunctionSpec("arm_convolve_wrapper_s8_get_buffer_size", 0x17, _CONV_PARAMS),
+        FunctionSpec("arm_convolve_s8_get_buffer_size", 0x18, _CONV_PARAMS),
+        FunctionSpec("arm_convolve_1_x_n_s8_get_buffer_size", 0x19, _CONV_PARAMS),
+        FunctionSpec("arm_convolve_1x1_s8_fast_get_buffer_size", 0x1A, _CONV_PARAMS),
+        FunctionSpec("arm_transpose_conv_s8_get_buffer_size", 0x1B, _TRANSPOSE_CONV_PARAMS),
+        FunctionSpec("arm_transpose_conv_s8_get_reverse_conv_buffer_size", 0x1C, _TRANSPOSE_CONV_PARAMS),
+        # Depthwise and pooling (0x20-0x2F). The *_get_buffer_size entries run no kernel: their
+        # output is the size as 4 little-endian bytes; variant "scalar" is a scalar build's answer.
+        *(
+            FunctionSpec(name, fid, (*_DEPTHWISE_PARAMS, "ctx.size"), _DEPTHWISE_ARRAYS)
+            for name, fid in (
+                ("arm_depthwise_conv_wrapper_s8", 0x20),
+                ("arm_depthwise_conv_s8", 0x21),
+                ("arm_depthwise_conv_3x3_s8", 0x22),
+                ("arm_depthwise_conv_s8_opt", 0x23),
+            )
+        ),
+        FunctionSpec("arm_depthwise_conv_wrapper_s8_get_buffer_size", 0x24, _DEPTHWISE_PARAMS),
+        FunctionSpec("arm_depthwise_conv_s8_opt_get_buffer_size", 0x25, _DEPTHWISE_PARAMS),
+        FunctionSpec("arm_avgpool_s8", 0x28, _POOL_PARAMS, (ArraySpec("input", _S8),)),
+        FunctionSpec("arm_max_pool_s8", 0x29, _POOL_PARAMS, (ArraySpec("input", _S8),)),
+        FunctionSpec("arm_avgpool_s8_get_buffer_size", 0x2A, ("output_dims.w", "input_dims.c")),
+        # Softmax, matmul, min/max, activations and layout (0x30-0x4F, harness/functions_ops.c).
+        # `ctx.size` as for depthwise; `permutations[k]` is the transpose's list padded to four
+        # entries; arm_vector_sum_s8's output is int32 and the buffer-size entry's the size, both as
+        # little-endian bytes (view them as "<i4"). refsim_lut_s8 has no CMSIS-NN counterpart.
+        FunctionSpec(
+            "arm_softmax_s8",
+            0x30,
+            ("num_rows", "row_size", "mult", "shift", "diff_min"),
+            (ArraySpec("input", _S8),),
+        ),
+        FunctionSpec(
+            "arm_batch_matmul_s8",
+            0x31,
+            (
+                "adj_x",
+                "adj_y",
+                *(f"fc_params.{k}" for k in ("input_offset", "filter_offset", "output_offset")),
+                "fc_params.activation.min",
+                "fc_params.activation.max",
+                "multiplier",
+                "shift",
+                *(
+                    f"{dims}.{k}"
+                    for dims in ("input_lhs_dims", "input_rhs_dims", "output_dims")
+                    for k in "nhwc"
+                ),
+                "ctx.size",
+            ),
+            (ArraySpec("input_lhs", _S8), ArraySpec("input_rhs", _S8)),
+        ),
+        FunctionSpec(
+            "arm_batch_matmul_s8_get_buffer_size", 0x32, tuple(f"input_rhs_dims.{k}" for k in "nhwc")
+        ),
+        FunctionSpec(
+            "arm_fully_connected_per_channel_s8",
+            0x33,
+            (
+                "input_offset",
+                "filter_offset",
+                "output_offset",
+                "activation.min",
+                "activation.max",
+                "input_dims.n",
+                "filter_dims.n",
+                "output_dims.c",
+                "ctx.size",
+            ),
+            (
+                ArraySpec("input", _S8),
+                ArraySpec("filter", _S8),
+                ArraySpec("bias", _S32, optional=True),
+                ArraySpec("multiplier", _S32),
+                ArraySpec("shift", _S32),
+            ),
+        ),
+        FunctionSpec(
+            "arm_vector_sum_s8",
+            0x34,
+            ("vector_cols", "vector_rows", "lhs_offset", "rhs_offset"),
+            (ArraySpec("vector_data", _S8), ArraySpec("bias_data", _S32, optional=True)),
+        ),
+        *(
+            FunctionSpec(
+                name,
+                fid,
+                tuple(
+                    f"{dims}.{k}" for dims in ("input_1_dims", "input_2_dims", "output_dims") for k in "nhwc"
+                ),
+                (ArraySpec("input_1", _S8), ArraySpec("input_2", _S8)),
+            )
+            for name, fid in (("arm_maximum_s8", 0x35), ("arm_minimum_s8", 0x36))
+        ),
+        FunctionSpec("arm_relu6_s8", 0x37, ("size",), (ArraySpec("input", _S8),)),
+        FunctionSpec(
+            "arm_pad_s8",
+            0x38,
+            (*(f"{dims}.{k}" for dims in ("input_size", "pre_pad", "post_pad") for k in "nhwc"), "pad_value"),
+            (ArraySpec("input", _S8),),
+        ),
+        FunctionSpec(
+            "arm_transpose_s8",
+            0x39,
+            (
+                "num_dims",
+                *(f"permutations[{k}]" for k in range(4)),
+                *(f"{dims}.{k}" for dims in ("input_dims", "output_dims") for k in "nhwc"),
+            ),
+            (ArraySpec("input", _S8),),
+        ),
+        FunctionSpec("refsim_lut_s8", 0x3A, (), (ArraySpec("input", _S8), ArraySpec("table", _S8))),
         # Test-only (ids 0xFF00 and up): harness round trip, fault and timeout reporting.
         FunctionSpec("test_echo", 0xFF00, (), (ArraySpec("data", _S8),)),
         FunctionSpec("test_fault", 0xFF01, ("address",)),

@@ -116,7 +116,10 @@ class Method:
         schema_args = op.schema.args
         n = len(schema_args)
         n_out = len(op.schema.outputs)
-        if len(ins.args) not in (n, n + n_out):
+        # Returns follow the schema args: the out index again, or, for ops with several
+        # outputs (max_pool2d_with_indices, batch norm), one TensorList holding them.
+        returns = (0, n_out) if n_out <= 1 else (0, n_out, 1)
+        if len(ins.args) - n not in returns:
             raise OpError(
                 f"{op.name} (instruction {position}): expected {n} arguments (+{n_out} return), "
                 f"got {len(ins.args)}"

@@ -80,7 +80,7 @@ def test_batch_encoding_rejects_wrong_arguments() -> None:
     with pytest.raises(QemuError, match="must be int8"):
         encode_batch([Case("test_echo", {}, {"data": np.zeros(3, np.int16)})])
     with pytest.raises(QemuError, match="function must be one of"):
-        encode_batch([Case("arm_softmax_s8")])
+        encode_batch([Case("arm_no_such_kernel_s8")])
 
 
 def test_missing_tools_name_their_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -86,4 +86,28 @@ static inline int32_t nn_requantize(int32_t val, int32_t multiplier, int32_t shi
 /** CLAMP(x, hi, lo) = MAX(MIN(x, hi), lo), narrowed to int8 (the range lies inside int8). */
 static inline int8_t nn_clamp_s8(int32_t x, int32_t lo, int32_t hi) { return (int8_t)NN_MAX(NN_MIN(x, hi), lo); }
 
+/**
+ * nn_requantize (arm_nn_requantize, default double-rounding build) in fewer instructions: bit for
+ * bit the same for every val and shift in [-31, 30] and every multiplier except INT32_MIN.
+ * With q = val * multiplier + 2^30 (64-bit, SMLAL) and r = -shift > 0, the high multiply is
+ * h = floor(q / 2^31), and DIV_POW2(h, r) = floor((h + 2^(r-1) - [h < 0]) / 2^r) (ties away from
+ * zero; h < 0 exactly when q < 0). Nested floors merge: floor((floor(q / 2^31) + k) / 2^r) =
+ * floor((q + k * 2^31) / 2^(31 + r)), so one 64-bit add and the high word shifted by r - 1 give the
+ * result (12 Thumb-2 instructions where nn_requantize takes 22). |q + k * 2^31| < 2^63: no overflow.
+ */
+static inline int32_t nn_requantize_64(int32_t val, int32_t multiplier, int32_t shift)
+{
+    if (shift >= 0)
+    {
+        const int64_t q = (int64_t)nn_shl_wrap(val, shift) * multiplier + ((int64_t)1 << 30);
+        return (int32_t)(q >> 31);
+    }
+    const int32_t right = -shift;
+    const int64_t q = (int64_t)val * multiplier + ((int64_t)1 << 30);
+    const uint32_t negative = (uint32_t)(int32_t)(q >> 63); /* all ones when q < 0 */
+    const uint64_t k = (uint32_t)((1U << (right - 1)) + negative);  /* 2^(r-1) - [q < 0], >= 0 */
+    const int64_t t = q + (int64_t)(k << 31);
+    return (int32_t)(t >> 32) >> (right - 1);
+}
+
 #endif /* RS_NN_FIXEDPOINT_H */

@@ -1,0 +1,615 @@
+"""Conformance cases through C kernels on one Cortex-M core under QEMU (``refsim conformance --isa``).
+
+    target = resolve_target(isa="dsp", cpu=None)              # cortex-m4, the public functions
+    cases = generate_cases(kernel_functions(), count=10, seed=0)
+    report = run_cases(target, cases, count=True)           # one QEMU start per batch
+    report.failed, report.kernels["arm_fully_connected_s8"].per_mac
+
+Cases are conformance vectors (shared VECTORS.md): drawn by the conformance generators
+(``registry.get(fn).generate(default_rng([seed, i]))``, expected output from the golden model)
+or read from a vector directory, then turned into harness cases (the parameter names are the
+same). The kernels are refsim's kernels_c, or a user's CMSIS-NN-API library built in their place
+(:func:`build_library_harness`). Which functions run is asked of ``refsim.qemu.batch.FUNCTIONS``
+at run time, so kernels added to kernels_c are included without a change here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from refsim.conformance import vectors as vec
+from refsim.errors import VectorError
+from refsim.qemu import batch
+from refsim.qemu.build import KERNELS_C, LINKER_TEMPLATE, Harness, _memory_defines, build_harness, cache_root
+from refsim.qemu.cores import COMMON_CFLAGS, CORES, TIERS, Core, get_core
+from refsim.qemu.counting import InstructionCount, run_batch_counted
+from refsim.qemu.errors import BuildError, QemuError, QemuFaultError
+from refsim.qemu.run import run_batch
+from refsim.qemu.toolchain import find_toolchain
+
+#: The core each tier runs on when ``--cpu`` is not given.
+DEFAULT_CPU: dict[str, str] = {"scalar": "cortex-m3", "dsp": "cortex-m4", "mve": "cortex-m55"}
+
+#: arm_cmsis_nn_status values.
+KERNEL_STATUS = {
+    0: "ARM_CMSIS_NN_SUCCESS",
+    -1: "ARM_CMSIS_NN_ARG_ERROR",
+    -2: "ARM_CMSIS_NN_NO_IMPL_ERROR",
+    -3: "ARM_CMSIS_NN_FAILURE",
+}
+
+#: JSON written by ``--count-instructions`` (docs/conformance.md).
+COUNTS_FORMAT = "refsim-instruction-counts"
+COUNTS_VERSION = 1
+
+Progress = Callable[[int], None]
+
+
+# --- what runs where ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where cases run: a core, the tier asked for, the batch variant that gives it, the harness.
+
+    ``variant`` is ``default`` (the public CMSIS-NN function, as a deployment calls it) when the
+    tier is the core's own, else that tier's variant (refsim's library only). ``available``: the
+    functions the harness can run (a user's library may lack some).
+    """
+
+    core: Core
+    isa: str
+    variant: str
+    harness: Harness
+    library: Path | None = None
+    available: frozenset[str] | None = None
+
+    @property
+    def library_name(self) -> str:
+        return str(self.library) if self.library else "kernels_c"
+
+
+def resolve_core(isa: str | None, cpu: str | None) -> tuple[Core, str]:
+    """The core and tier from ``--isa``/``--cpu``: the tier's default core, or the named core
+    (whose own tier is the default tier). A core runs its tier and every poorer one."""
+    if isa is not None and isa not in TIERS:
+        raise QemuError(f"--isa must be one of {', '.join(TIERS)}, got {isa!r}")
+    if cpu is None and isa is None:
+        raise QemuError("running C kernels needs --isa (scalar, dsp, mve) or --cpu")
+    core = get_core(cpu) if cpu is not None else CORES[DEFAULT_CPU[isa]]  # type: ignore[index]
+    isa = isa or core.tier
+    if isa not in core.tiers:
+        raise QemuError(
+            f"--isa {isa} needs a core with that tier; {core.name} runs {', '.join(core.tiers)} "
+            f"(try --cpu {DEFAULT_CPU[isa]})"
+        )
+    return core, isa
+
+
+def resolve_target(isa: str | None, cpu: str | None, kernels_dir: Path | None = None) -> Target:
+    """Resolve the core and tier and build (or find in the cache) the harness that runs them."""
+    core, isa = resolve_core(isa, cpu)
+    if kernels_dir is None:
+        variant = "default" if isa == core.tier else isa
+        return Target(core, isa, variant, build_harness(core))
+    if isa != core.tier:
+        raise QemuError(
+            f"--kernels-dir runs the library's public functions, which pick the core's own tier: "
+            f"--isa must be {core.tier} on {core.name}, got {isa}"
+        )
+    harness, available = build_library_harness(core, kernels_dir)
+    return Target(core, isa, "default", harness, kernels_dir, available)
+
+
+def kernel_functions(names: list[str] | None = None) -> list[str]:
+    """CMSIS-NN functions both the harness (``batch.FUNCTIONS``) and the conformance registry know,
+    in registry order; ``names`` (``--kernel`` values: functions, families, ``all``) narrows them."""
+    runnable = set(batch.FUNCTIONS)
+    return [f for f in vec.resolve_functions(names) if f in runnable]
+
+
+# --- a user's kernel library ----------------------------------------------------------------------
+
+_DECLARED = re.compile(
+    r"^[ \t]*(?!static\b|#|return\b)[A-Za-z_][\w \t\*]*?\b((?:arm|refsim|rs)_\w+)[ \t]*\(", re.M
+)
+
+
+def _harness_entry_points() -> list[str]:
+    """Every function our harness may call: the declarations of kernels_c's include/ and src/
+    headers (tier variants ``rs_*``, the CMSIS-NN API, refsim's own ``refsim_*`` functions)."""
+    names: set[str] = set()
+    for header in sorted([*(KERNELS_C / "include").rglob("*.h"), *(KERNELS_C / "src").rglob("*.h")]):
+        text = header.read_text(errors="replace")
+        for match in _DECLARED.finditer(text):
+            line = text[text.rfind("\n", 0, match.start(1)) + 1 : match.end()]
+            if "inline" not in line and "define" not in line:
+                names.add(match.group(1))
+    return sorted(names)
+
+
+_PROTOTYPE = re.compile(
+    r"^(?![ \t]*(?:static|#|\*|/))[A-Za-z_][\w \t\*]*?\b(?P<name>(?:arm|refsim)_\w+)[ \t]*\([^;{}]*\)[ \t]*;",
+    re.M,
+)
+
+
+def library_prelude(include: Path) -> str:
+    """The header ``-include``d before every file of a library build: the library's
+    ``arm_nnfunctions.h``; the prototypes of kernels_c's ``include/arm_nnfunctions.h`` that the
+    library's headers do not declare (refsim's own ``refsim_*`` functions, newer CMSIS-NN
+    functions), so the harness compiles; and ``#pragma weak`` for every function the harness
+    names, so what the library does not define links as NULL."""
+    theirs = "\n".join(p.read_text(errors="replace") for p in sorted(include.rglob("*.h")))
+    ours = (KERNELS_C / "include" / "arm_nnfunctions.h").read_text(errors="replace")
+    missing = [
+        m.group(0).strip()
+        for m in _PROTOTYPE.finditer(ours)
+        if not re.search(rf"\b{m.group('name')}[ \t]*\(", theirs)
+    ]
+    return "\n".join(
+        [
+            "/* generated by refsim for --kernels-dir: see refsim/qemu/conformance.py */",
+            '#include "arm_nnfunctions.h"',
+            "/* kernels_c prototypes the library's headers lack */",
+            *missing,
+            "/* every function the harness names may be missing from the library */",
+            *(f"#pragma weak {name}" for name in _harness_entry_points()),
+            "",
+        ]
+    )
+
+
+def library_layout(kernels_dir: Path) -> tuple[Path, list[Path]]:
+    """``Include/`` and every ``Source/**/*.c`` of a CMSIS-NN checkout (or a library laid out like one)."""
+    include, source = kernels_dir / "Include", kernels_dir / "Source"
+    if not include.is_dir() or not source.is_dir():
+        raise QemuError(
+            f"--kernels-dir {kernels_dir}: expected a CMSIS-NN-style library with Include/ "
+            f"(arm_nnfunctions.h, arm_nn_types.h, arm_nn_math_types.h) and Source/ (*.c), found "
+            f"{'no Include/' if not include.is_dir() else 'no Source/'}"
+        )
+    sources = sorted(source.rglob("*.c"))
+    if not sources:
+        raise QemuError(f"--kernels-dir {kernels_dir}: Source/ holds no .c file")
+    return include, sources
+
+
+def _library_key(core: Core, kernels_dir: Path, flags: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for part in (find_toolchain().gcc_version, *flags, *_memory_defines(core)):
+        digest.update(part.encode() + b"\0")
+    ours = [KERNELS_C / LINKER_TEMPLATE]
+    for directory in ("boards", "harness", "src", "include"):
+        ours += [p for p in (KERNELS_C / directory).rglob("*") if p.suffix in (".c", ".h")]
+    theirs = [
+        p for d in ("Include", "Source") for p in (kernels_dir / d).rglob("*") if p.suffix in (".c", ".h")
+    ]
+    for path in sorted(ours) + sorted(theirs):
+        digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _defined_functions(elf: Path) -> frozenset[str]:
+    nm = find_toolchain().binutil("nm")
+    out = subprocess.run([str(nm), "--defined-only", str(elf)], capture_output=True, text=True, check=True)
+    return frozenset(line.split()[-1] for line in out.stdout.splitlines() if line.strip())
+
+
+def build_library_harness(
+    core: Core | str, kernels_dir: Path, *, force: bool = False
+) -> tuple[Harness, frozenset[str]]:
+    """The harness linked against a user's CMSIS-NN-API library instead of kernels_c's kernels.
+
+    Compiles our board and harness code (``kernels_c/{boards,harness}/*.c``) with every
+    ``Source/**/*.c`` of ``kernels_dir``, its ``Include/`` first on the include path (then our
+    ``harness``, ``boards`` and ``src`` for ``variants.h``), every file after the generated
+    :func:`library_prelude`: the tier variants ``rs_*`` and any function the library lacks link
+    as NULL, so the harness answers "tier not available" for explicit variants, and the second
+    value (the functions the ELF defines) tells which kernels the library has. Cached like
+    :func:`~refsim.qemu.build.build_harness`, under ``<core>-lib-<key>``, the key also hashing
+    every file of the library.
+    """
+    core = get_core(core) if isinstance(core, str) else core
+    kernels_dir = kernels_dir.resolve()
+    include, sources = library_layout(kernels_dir)
+    toolchain = find_toolchain()
+    flags = [
+        *core.gcc_flags,
+        *("-std=gnu11" if f == "-std=c11" else f for f in COMMON_CFLAGS),
+        f"-I{include}",
+        *(f"-I{KERNELS_C / d}" for d in ("harness", "boards", "src")),
+    ]
+    key = _library_key(core, kernels_dir, flags)
+    final = cache_root() / f"{core.name}-lib-{key}"
+    if force and final.exists():
+        shutil.rmtree(final)
+    if not (final / "harness.elf").is_file():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{core.name}-lib-", dir=final.parent))
+        try:
+            weak = staging / "library_prelude.h"
+            weak.write_text(library_prelude(include))
+            gcc = str(toolchain.gcc)
+            script = staging / "link.ld"
+            template = str(KERNELS_C / LINKER_TEMPLATE)
+            _compile_step(
+                [gcc, "-E", "-P", "-x", "c", *_memory_defines(core), template, "-o", str(script)], core
+            )
+            ours = sorted(str(p) for d in ("boards", "harness") for p in (KERNELS_C / d).rglob("*.c"))
+            log = _compile_step(
+                [
+                    gcc,
+                    *flags,
+                    "-include",
+                    str(weak),
+                    *ours,
+                    *map(str, sources),
+                    "-nostartfiles",
+                    "-T",
+                    str(script),
+                    "-Wl,--gc-sections",
+                    f"-Wl,-Map={staging / 'harness.map'}",
+                    "-o",
+                    str(staging / "harness.elf"),
+                ],
+                core,
+            )
+            (staging / "build.log").write_text(log)
+            try:
+                staging.rename(final)
+            except OSError:
+                if not (final / "harness.elf").is_file():
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    harness = Harness(
+        core=core, elf=final / "harness.elf", key=key, warnings=(final / "build.log").read_text()
+    )
+    return harness, _defined_functions(harness.elf)
+
+
+def _compile_step(command: list[str], core: Core) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise BuildError(
+            f"--kernels-dir: building the harness with the library for {core.name} failed "
+            f"(exit {done.returncode}):\n{done.stderr.strip()}"
+        )
+    return done.stderr
+
+
+# --- cases ----------------------------------------------------------------------------------------
+
+
+def generate_cases(
+    functions: Iterable[str], count: int, seed: int, *, progress: Progress | None = None
+) -> list[vec.Case]:
+    """``count`` golden cases per function; case ``i`` from ``default_rng([seed, i])``."""
+    cases = []
+    for function in functions:
+        for case in vec.generate_cases(function, count, seed):
+            cases.append(case)
+            if progress:
+                progress(1)
+    return cases
+
+
+def _list_item(name: str, params: Mapping[str, Any]) -> int | None:
+    """``permutations[k]`` from the list param ``permutations``, padded with k."""
+    match = re.fullmatch(r"(\w+)\[(\d+)\]", name)
+    if match is None or match.group(1) not in params:
+        return None
+    items, k = list(params[match.group(1)]), int(match.group(2))
+    return int(items[k]) if k < len(items) else k
+
+
+def to_batch_case(case: vec.Case, variant: str = "default") -> batch.Case:
+    """A conformance vector as a harness case: params in the harness order (``ctx.size`` -1, the
+    variant's own scratch size; list params by index), arrays flattened, an optional array
+    empty (NULL) when the vector says so (``bias_is_null``)."""
+    spec = batch.FUNCTIONS[case.function]
+    params: dict[str, int] = {}
+    for name in spec.params:
+        if name in case.params:
+            params[name] = int(case.params[name])
+        elif name == "ctx.size":
+            params[name] = -1
+        elif (item := _list_item(name, case.params)) is not None:
+            params[name] = item
+        else:
+            raise VectorError(f"{case.label}: params lack {name!r}, which the C harness needs")
+    arrays: dict[str, np.ndarray] = {}
+    for array in spec.arrays:
+        if array.name not in case.arrays:
+            if not array.optional:
+                raise VectorError(f"{case.label}: case lacks array {array.name!r}")
+            arrays[array.name] = np.zeros(0, array.dtype)
+            continue
+        data = np.ascontiguousarray(case.arrays[array.name]).reshape(-1)
+        if data.dtype != array.dtype:
+            raise VectorError(f"{case.label}: array {array.name!r} must be {array.dtype}, got {data.dtype}")
+        if array.optional and case.params.get(
+            f"{array.name}_is_null", case.params.get("bias_is_null", False)
+        ):
+            data = data[:0]
+        arrays[array.name] = data
+    return batch.Case(case.function, params, arrays, variant)
+
+
+def compare_result(case: vec.Case, result: batch.CaseResult) -> str:
+    """Empty when the C kernel gave the expected output; else one line saying what differs."""
+    if result.harness_status != 0:
+        return f"harness: {batch.HARNESS_STATUS.get(result.harness_status, result.harness_status)}"
+    if result.kernel_status != 0:
+        name = KERNEL_STATUS.get(result.kernel_status, "unknown status")
+        return f"kernel returned {result.kernel_status} ({name}), expected 0 (ARM_CMSIS_NN_SUCCESS)"
+    expected = np.asarray(case.output)
+    raw = result.output
+    if raw.nbytes != expected.nbytes:
+        return f"output size: expected {expected.nbytes} bytes, got {raw.nbytes}"
+    actual = raw.view(expected.dtype.newbyteorder("<")).astype(expected.dtype).reshape(expected.shape)
+    return vec.compare(expected, actual)
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelSummary:
+    """Per kernel: cases run, passed, failed; instructions and MACs of the counted cases."""
+
+    function: str
+    cases: int = 0
+    passed: int = 0
+    failed: int = 0
+    counted: int = 0
+    instructions: int = 0
+    macs: int = 0
+
+    @property
+    def per_mac(self) -> float | None:
+        return self.instructions / self.macs if self.macs else None
+
+    @property
+    def per_case(self) -> float | None:
+        return self.instructions / self.counted if self.counted else None
+
+
+@dataclass(frozen=True)
+class Failure:
+    case: vec.Case
+    message: str
+
+
+@dataclass(frozen=True)
+class CountRecord:
+    """One counted case: its label and the count."""
+
+    case: str
+    count: InstructionCount
+
+    def record(self) -> dict[str, Any]:
+        return {**self.count.record(), "case": self.case}
+
+
+@dataclass
+class Report:
+    """What a conformance run on one core found."""
+
+    target: Target
+    kernels: dict[str, KernelSummary] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+    counts: list[CountRecord] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)  # function → cases not run
+    skip_reason: dict[str, str] = field(default_factory=dict)
+    emulator_starts: int = 0
+
+    @property
+    def passed(self) -> int:
+        return sum(k.passed for k in self.kernels.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(k.failed for k in self.kernels.values())
+
+    def closing_line(self) -> str:
+        return f"{self.passed} passed, {self.failed} failed"
+
+
+def _batches(cases: Sequence[batch.Case], outputs: Sequence[int], core: Core) -> list[range]:
+    """Split cases into batches whose input and results fit the core's bulk region."""
+    limit = core.bulk.length // 2 - 4096
+    spans, start, used = [], 0, 0
+    for i, (case, out) in enumerate(zip(cases, outputs, strict=True)):
+        size = len(batch.encode_case(case)) + out + 64
+        if i > start and used + size > limit:
+            spans.append(range(start, i))
+            start, used = i, 0
+        used += size
+    if start < len(cases):
+        spans.append(range(start, len(cases)))
+    return spans
+
+
+def _timeout(cases: int) -> float:
+    return 120.0 + 0.2 * cases
+
+
+def run_cases(
+    target: Target,
+    cases: Sequence[vec.Case],
+    *,
+    count: bool = False,
+    progress: Progress | None = None,
+) -> Report:
+    """Run ``cases`` through the target's C kernels (one QEMU start per batch; a batch is all the
+    cases that fit the board's bulk region) and compare with their expected outputs bit for bit.
+
+    A case whose function the target cannot run is skipped (:attr:`Report.skipped`). A CPU fault
+    fails the faulting case and the rest of its batch runs in a new QEMU start.
+    """
+    report = Report(target)
+    runnable: list[vec.Case] = []
+    for case in cases:
+        reason = _skip_reason(target, case.function)
+        if reason:
+            report.skipped[case.function] = report.skipped.get(case.function, 0) + 1
+            report.skip_reason[case.function] = reason
+            if progress:
+                progress(1)
+        else:
+            runnable.append(case)
+    batch_cases = [to_batch_case(c, target.variant) for c in runnable]
+    outputs = [np.asarray(c.output).nbytes for c in runnable]
+    for span in _batches(batch_cases, outputs, target.core):
+        pending = list(span)
+        while pending:
+            pending = _run_span(
+                target, runnable, batch_cases, pending, report, count=count, progress=progress
+            )
+    return report
+
+
+def _skip_reason(target: Target, function: str) -> str:
+    if function not in batch.FUNCTIONS:
+        return "kernels_c has no harness entry for it"
+    if target.available is not None and function not in target.available:
+        return f"{target.library_name} does not define it"
+    return ""
+
+
+def _run_span(
+    target: Target,
+    cases: Sequence[vec.Case],
+    batch_cases: Sequence[batch.Case],
+    indices: list[int],
+    report: Report,
+    *,
+    count: bool,
+    progress: Progress | None,
+) -> list[int]:
+    """Run one batch; the indices still to run (after a faulting case), or []."""
+    chosen = [batch_cases[i] for i in indices]
+    report.emulator_starts += 1
+    try:
+        if count:
+            counted = run_batch_counted(
+                target.core, chosen, harness=target.harness, check=False, timeout=_timeout(len(chosen))
+            )
+            results, counts = counted.run.results, counted.counts
+        else:
+            run = run_batch(
+                target.core, chosen, harness=target.harness, check=False, timeout=_timeout(len(chosen))
+            )
+            results, counts = run.results, (None,) * len(chosen)
+    except QemuFaultError as fault:
+        if not 0 <= fault.case_index < len(indices):
+            raise
+        faulting = cases[indices[fault.case_index]]
+        summary = report.kernels.setdefault(faulting.function, KernelSummary(faulting.function))
+        summary.cases += 1
+        summary.failed += 1
+        report.failures.append(Failure(faulting, f"CPU fault: {fault}"))
+        if progress:
+            progress(fault.case_index + 1)
+        # The cases before the fault ran but their results were lost with QEMU: run them again.
+        before, after = indices[: fault.case_index], indices[fault.case_index + 1 :]
+        if before:
+            rest = _run_span(target, cases, batch_cases, before, report, count=count, progress=None)
+            assert not rest
+        return after
+    for i, result, counted_case in zip(indices, results, counts, strict=True):
+        case = cases[i]
+        summary = report.kernels.setdefault(case.function, KernelSummary(case.function))
+        summary.cases += 1
+        message = compare_result(case, result)
+        if message:
+            summary.failed += 1
+            report.failures.append(Failure(case, message))
+        else:
+            summary.passed += 1
+        if counted_case is not None:
+            macs = case.params.get("macs")
+            macs = int(macs) if isinstance(macs, int) else counted_case.macs
+            counted_case = replace(counted_case, macs=macs)
+            summary.counted += 1
+            summary.instructions += counted_case.total
+            summary.macs += macs or 0
+            report.counts.append(CountRecord(case.label, counted_case))
+    if progress:
+        progress(len(indices))
+    return []
+
+
+# --- outputs ------------------------------------------------------------------------------------
+
+
+def save_reproducer(report: Report, failure: Failure, directory: Path) -> Path:
+    """Write the failing case as a vector directory (VECTORS.md) that fails the same way when run
+    with the same ``--isa``/``--cpu``; informational params say where it failed. Returns the file."""
+    target = report.target
+    params = dict(
+        failure.case.params,
+        failed_on=target.core.name,
+        failed_isa=target.isa,
+        failed_variant=target.variant,
+        failed_library=target.library_name,
+        failure=failure.message,
+    )
+    case = vec.Case(
+        failure.case.function, failure.case.case_id, dict(failure.case.arrays), params, failure.case.output
+    )
+    return vec.write_case(directory, case)
+
+
+def counts_document(report: Report) -> dict[str, Any]:
+    """The ``--count-instructions`` JSON: one record per counted case."""
+    target = report.target
+    return {
+        "format": COUNTS_FORMAT,
+        "version": COUNTS_VERSION,
+        "core": target.core.name,
+        "isa": target.isa,
+        "variant": target.variant,
+        "library": target.library_name,
+        "records": [record.record() for record in report.counts],
+    }
+
+
+def write_counts(path: Path, report: Report) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(counts_document(report), indent=1) + "\n")
+
+
+__all__ = [
+    "DEFAULT_CPU",
+    "CountRecord",
+    "Failure",
+    "KernelSummary",
+    "Report",
+    "Target",
+    "build_library_harness",
+    "compare_result",
+    "counts_document",
+    "generate_cases",
+    "kernel_functions",
+    "library_layout",
+    "resolve_core",
+    "resolve_target",
+    "run_cases",
+    "save_reproducer",
+    "to_batch_case",
+    "write_counts",
+]
