@@ -46,8 +46,11 @@ apt-deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-demo: venv apt-deps
-	$(PY) examples/kws_layers.py
+# The main job on a bundled model: what the KWS program holds, then one bit-exact inference.
+demo: venv
+	$(VENV)/bin/refsim inspect examples/models/kws.pte
+	$(VENV)/bin/refsim run examples/models/kws.pte --inputs examples/models/kws.io.npz --json build/kws_report.json
+	@echo "report: build/kws_report.json"
 
 test: test-main test-interop
 
@@ -64,6 +67,7 @@ pte-fixtures: venv-interop
 
 bench: venv
 	$(PY) benchmarks/kernels.py
+	$(PY) benchmarks/runtime.py
 
 lint: venv
 	$(PY) -m ruff check .

@@ -23,7 +23,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+# Piped output (CI logs, files) gets a wide console so tables of op names stay readable.
+console = Console() if sys.stdout.isatty() else Console(width=160)
 
 
 @app.callback()
