@@ -254,6 +254,12 @@ static inline void pool_sum4_dsp(const pool_window *v, int32_t ch, int32_t row_s
     }
 }
 
+/** CMSIS-NN's average saturated to int8 (SSAT; the activation clamp follows bytewise). */
+static inline uint32_t pool_average_ssat8(int32_t sum, int32_t half, int32_t count)
+{
+    return (uint32_t)__ssat((sum > 0 ? sum + half : sum - half) / count, 8);
+}
+
 arm_cmsis_nn_status rs_avgpool_s8_dsp(RS_POOL_ARGS)
 {
     if ((ctx == NULL || ctx->buf == NULL) && arm_avgpool_s8_get_buffer_size_dsp(output_dims->w, input_dims->c) > 0)
@@ -262,6 +268,8 @@ arm_cmsis_nn_status rs_avgpool_s8_dsp(RS_POOL_ARGS)
     }
     const pool_layer g = pool_unpack(pool_params, input_dims, filter_dims, output_dims);
     const int32_t row_step = g.in_w * g.ch;
+    const int32_t lo_x4 = nn_bytes_x4(g.act_min);
+    const int32_t hi_x4 = nn_bytes_x4(g.act_max);
     for (int32_t oy = 0; oy < g.out_h; oy++)
     {
         for (int32_t ox = 0; ox < g.out_w; ox++, dst += g.ch)
@@ -273,14 +281,17 @@ arm_cmsis_nn_status rs_avgpool_s8_dsp(RS_POOL_ARGS)
                 return ARM_CMSIS_NN_ARG_ERROR;
             }
             const int8_t *first = v.x;
+            const int32_t half = count / 2;
             int32_t c = 0;
             for (; c + 4 <= g.ch; c += 4)
             {
                 int32_t sum[4];
                 v.x = first + c;
                 pool_sum4_dsp(&v, g.ch, row_step, sum);
-                nn_write_s8x4(dst + c, nn_pack_s8x4(pool_average(sum[0], count, &g), pool_average(sum[1], count, &g),
-                                                    pool_average(sum[2], count, &g), pool_average(sum[3], count, &g)));
+                nn_write_s8x4(dst + c, nn_pack_clamp_s8x4(pool_average_ssat8(sum[0], half, count),
+                                                          pool_average_ssat8(sum[1], half, count),
+                                                          pool_average_ssat8(sum[2], half, count),
+                                                          pool_average_ssat8(sum[3], half, count), lo_x4, hi_x4));
             }
             for (; c < g.ch; c++)
             {
@@ -312,8 +323,8 @@ arm_cmsis_nn_status rs_max_pool_s8_dsp(RS_POOL_ARGS)
     (void)ctx;
     const pool_layer g = pool_unpack(pool_params, input_dims, filter_dims, output_dims);
     const int32_t row_step = g.in_w * g.ch;
-    const int32_t lo = (int32_t)((uint32_t)(uint8_t)g.act_min * 0x01010101U);
-    const int32_t hi = (int32_t)((uint32_t)(uint8_t)g.act_max * 0x01010101U);
+    const int32_t lo_x4 = nn_bytes_x4(g.act_min);
+    const int32_t hi_x4 = nn_bytes_x4(g.act_max);
     for (int32_t b = 0; b < input_dims->n; b++, src += g.in_h * row_step)
     {
         for (int32_t oy = 0; oy < g.out_h; oy++)
@@ -340,9 +351,9 @@ arm_cmsis_nn_status rs_max_pool_s8_dsp(RS_POOL_ARGS)
                         }
                     }
                     /* min(max(m, lo), hi): max against lo, then SEL keeps hi where m >= hi. */
-                    max = pool_max_s8x4(max, lo);
-                    (void)__ssub8((int8x4_t)max, (int8x4_t)hi);
-                    nn_write_s8x4(dst + c, (int32_t)__sel((uint8x4_t)hi, (uint8x4_t)max));
+                    max = pool_max_s8x4(max, lo_x4);
+                    (void)__ssub8((int8x4_t)max, (int8x4_t)hi_x4);
+                    nn_write_s8x4(dst + c, (int32_t)__sel((uint8x4_t)hi_x4, (uint8x4_t)max));
                 }
                 for (; c < g.ch; c++)
                 {

@@ -62,4 +62,30 @@ static inline int32_t nn_pack_s8x4(int8_t b0, int8_t b1, int8_t b2, int8_t b3)
                      ((uint32_t)(uint8_t)b3 << 24));
 }
 
+/**
+ * word's bits [lsb, lsb + 8) replaced by the low byte of v: one BFI (lsb a literal 0, 8, 16 or 24).
+ * Inline asm because GCC 12 turns the mask-and-or into EOR/AND/EOR.
+ */
+#define NN_INSERT_BYTE(word, v, lsb) __asm("bfi %0, %1, #" #lsb ", #8" : "+r"(word) : "r"(v))
+
+/**
+ * Four int8 values, each already in [-128, 127] (SSAT), as one word, clamped bytewise to [lo, hi]
+ * (lo_x4 / hi_x4: the bounds in all four bytes): SSUB8 sets a GE flag per byte, SEL picks.
+ */
+static inline int32_t nn_pack_clamp_s8x4(uint32_t v0, uint32_t v1, uint32_t v2, uint32_t v3, int32_t lo_x4,
+                                         int32_t hi_x4)
+{
+    uint32_t word = v0;
+    NN_INSERT_BYTE(word, v1, 8);
+    NN_INSERT_BYTE(word, v2, 16);
+    NN_INSERT_BYTE(word, v3, 24);
+    (void)__ssub8((int8x4_t)word, (int8x4_t)lo_x4); /* GE where word >= lo: keep word */
+    word = __sel((uint8x4_t)word, (uint8x4_t)lo_x4);
+    (void)__ssub8((int8x4_t)word, (int8x4_t)hi_x4); /* GE where word >= hi: take hi */
+    return (int32_t)__sel((uint8x4_t)hi_x4, (uint8x4_t)word);
+}
+
+/** A clamp bound in all four bytes of a word. */
+static inline int32_t nn_bytes_x4(int32_t v) { return (int32_t)((uint32_t)(uint8_t)v * 0x01010101U); }
+
 #endif /* RS_NN_DSP_H */
