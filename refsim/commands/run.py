@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import zipfile
 from pathlib import Path
 from typing import Annotated
 
@@ -127,7 +128,7 @@ def _inputs(program, method, path: Path | None, seed: int) -> list:
         try:
             with np.load(path, allow_pickle=False) as z:
                 given = {k: z[k] for k in z.files}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise RefsimError(f"{path}: not a readable .npz file ({exc})") from None
         # output* arrays may sit beside the inputs (a saved reference run): they are not inputs.
         given = {k: v for k, v in given.items() if not k.startswith("output")}
@@ -147,17 +148,21 @@ def _inputs(program, method, path: Path | None, seed: int) -> list:
         if arr is None:
             if path is not None:
                 raise RefsimError(f"{path}: missing input{k} (shape {list(shape)}, {dtype})")
-            if dtype.kind == "f":
-                arr = rng.standard_normal(shape).astype(dtype)
-            elif dtype.kind in "iu":
-                info = np.iinfo(dtype)
-                arr = rng.integers(max(info.min, -128), min(info.max, 127), shape, endpoint=True).astype(
-                    dtype
-                )
-            elif dtype == np.bool_:
-                arr = rng.integers(0, 2, shape).astype(bool)
-            else:
-                raise RefsimError(f"input{k}: cannot draw random values of dtype {dtype}")
+            try:  # drawn directly in the tensor's dtype: no 8x int64 intermediate
+                if dtype.kind == "f":
+                    arr = rng.standard_normal(shape, dtype=np.float32).astype(dtype, copy=False)
+                elif dtype.kind in "iu":
+                    info = np.iinfo(dtype)
+                    lo, hi = max(info.min, -128), min(info.max, 127)
+                    arr = rng.integers(lo, hi, shape, dtype=dtype, endpoint=True)
+                elif dtype == np.bool_:
+                    arr = rng.integers(0, 2, shape, dtype=np.uint8).astype(bool)
+                else:
+                    raise RefsimError(f"input{k}: cannot draw random values of dtype {dtype}")
+            except MemoryError:
+                raise RefsimError(
+                    f"input{k}: cannot allocate a random input of shape {list(shape)}"
+                ) from None
         if arr.shape != shape:
             raise RefsimError(f"input{k}: expected shape {list(shape)}, got {list(arr.shape)}")
         if arr.dtype != dtype:

@@ -26,11 +26,14 @@ class IOQuant:
 
 
 def io_quantization(program: Program, method: str, kind: str, index: int) -> IOQuant | None:
-    """The quantization of ``{method}_{kind}{index}`` (kind "input"/"output"), if exported."""
+    """The quantization of ``{method}_{kind}{index}`` (kind "input"/"output"), if exported.
+
+    None as well when the zero point is not an integer (a NaN or infinite Double in a corrupt
+    or hand-made file): there is no quantization to report or apply."""
     prefix = f"{method}_{kind}{index}"
     scale = program.constant_method(f"{prefix}_scale")
     zp = program.constant_method(f"{prefix}_zp")
-    if scale is None or zp is None:
+    if scale is None or zp is None or (isinstance(zp, float) and not zp.is_integer()):
         return None
     return IOQuant(
         float(scale),

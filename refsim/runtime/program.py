@@ -2,14 +2,21 @@
 
 Load does all the checking (the file via refsim.pte, the memory plan via `verify_plan`,
 every KernelCall against its op's schema and validator); `Method.execute` then trusts it and
-stays a small loop over the instruction chain. One bytearray per ``mem_id``
+stays a small loop over the instruction chain. One zero-filled buffer per ``mem_id``
 (``non_const_buffer_sizes[i]``; entry 0 reserved); every memory-planned tensor is a numpy
 view at its planned offset; constants are read-only views of the (mmapped) file; tensors
 that are neither are given private buffers (they are supplied at run time).
+
+Arenas are anonymous memory maps, whose pages the OS zero-fills when first touched: a
+method costs the memory its tensors use, not what its header declares (a corrupt arena
+size, up to the 4 GiB the reader allows, loads in microseconds). An allocation the OS
+refuses (an arena, a private buffer, a kernel's temporaries) is an `ExecutionError`, never a
+MemoryError.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +26,7 @@ import numpy as np
 
 from refsim.errors import RefsimError, UnsupportedError
 from refsim.ops.registry import Args, OpDef, OpError, lookup
-from refsim.pte import ProgramFile, load_program
+from refsim.pte import ProgramError, ProgramFile, load_program
 from refsim.pte import model as m
 from refsim.runtime.plan import verify_plan
 from refsim.runtime.tensor import TensorRef
@@ -55,15 +62,33 @@ class Method:
         if len(plan.chains) > 1:
             raise UnsupportedError(f"method {plan.name!r} has {len(plan.chains)} chains; refsim runs one")
         self.placements = verify_plan(plan)
-        self.arenas = [bytearray(size) for size in plan.non_const_buffer_sizes]
+        self.arenas = [self._arena(k, size) for k, size in enumerate(plan.non_const_buffer_sizes)]
         self.values: list[Any] = [self._materialize(i, v) for i, v in enumerate(plan.values)]
         self.instructions = plan.chains[0].instructions
         self.has_moves = any(isinstance(ins, m.MoveCall) for ins in self.instructions)
         self.calls: list[BoundCall | None] = [self._bind(i, ins) for i, ins in enumerate(self.instructions)]
+        self._check_moves()
         self.inputs: list[TensorRef | Any] = [self.values[i] for i in plan.inputs]
         self.outputs: list[TensorRef | Any] = [self.values[i] for i in plan.outputs]
+        for k, slot in enumerate(self.inputs):
+            if isinstance(slot, TensorRef) and slot.meta.is_constant:
+                raise ProgramError(
+                    f"method {self.name!r}: input{k} (values[{plan.inputs[k]}]) is a constant tensor; "
+                    "an input must be writable"
+                )
 
     # --- load ------------------------------------------------------------------------
+
+    def _arena(self, index: int, size: int) -> bytearray | mmap.mmap:
+        if index == 0 or size == 0:  # entry 0 is reserved: no tensor lives there (mem_id >= 1)
+            return bytearray()
+        try:
+            # private, as heap memory: a forked process gets its own copy on write
+            return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+        except (OSError, OverflowError, MemoryError) as exc:
+            raise ExecutionError(
+                f"method {self.name!r}: cannot allocate arena {index} of {size} bytes ({exc})"
+            ) from None
 
     def _materialize(self, index: int, v: m.EValue) -> Any:
         if isinstance(v, m.Tensor):
@@ -91,7 +116,12 @@ class Method:
                 shape
             )
         else:
-            storage = np.zeros(shape, dtype)
+            try:
+                storage = np.zeros(shape, dtype)
+            except MemoryError:
+                raise ExecutionError(
+                    f"method {self.name!r}: cannot allocate values[{index}] ({t.nbytes} bytes)"
+                ) from None
         return TensorRef(index, t, storage)
 
     def _resolve(self, index: int) -> Any:
@@ -133,11 +163,60 @@ class Method:
                     f"{op.name} (instruction {position}): argument {spec.name} ({spec.type}) "
                     f"must be {expected}, got {kind.name} (values[{index}])"
                 )
-            values.append(self._resolve(index))
+            value = self._resolve(index)
+            if spec.is_out and isinstance(value, TensorRef) and value.meta.is_constant:
+                raise OpError(
+                    f"{op.name} (instruction {position}): argument {spec.name} must be a writable "
+                    f"tensor, got the constant values[{index}]"
+                )
+            values.append(value)
         args = Args(op.name, position, tuple(a.name for a in schema_args), values)
         if op.validate is not None:
             op.validate(args)
         return BoundCall(position, op, tuple(ins.args[:n]), args)
+
+    def _check_moves(self) -> None:
+        """A MoveCall rebinds a value that operators were validated (and prepared) against at
+        load, so it must bring the same kind of value: for a tensor the same dtype, sizes and
+        dim_order, and nothing read-only where an operator writes; any other value equal to
+        the one it replaces. (ExecuTorch emits moves for control-flow outputs, which satisfy
+        this.)"""
+        if not self.has_moves:
+            return
+        written = {
+            index
+            for call in self.calls
+            if call is not None
+            for spec, index in zip(call.op.schema.args, call.arg_indices, strict=True)
+            if spec.is_out
+        }
+        values = self.plan.values
+        for position, ins in enumerate(self.instructions):
+            if not isinstance(ins, m.MoveCall):
+                continue
+            src, dst = values[ins.move_from], values[ins.move_to]
+            where = (
+                f"method {self.name!r} instruction {position}: "
+                f"MoveCall values[{ins.move_from}] -> values[{ins.move_to}]"
+            )
+            if type(src) is not type(dst):
+                raise ProgramError(
+                    f"{where} moves a value of kind {src.kind.name} into one of kind {dst.kind.name}"
+                )
+            if isinstance(src, m.Tensor):
+                assert isinstance(dst, m.Tensor)
+                if (src.scalar_type, src.sizes, src.dim_order) != (dst.scalar_type, dst.sizes, dst.dim_order):
+                    raise ProgramError(
+                        f"{where} moves a tensor {src.scalar_type.name} {list(src.sizes)} (dim_order "
+                        f"{list(src.dim_order)}) into a tensor {dst.scalar_type.name} {list(dst.sizes)} "
+                        f"(dim_order {list(dst.dim_order)})"
+                    )
+                if src.is_constant and ins.move_to in written:
+                    raise ProgramError(f"{where} moves a constant into a tensor an operator writes")
+            elif src != dst:
+                raise ProgramError(
+                    f"{where} changes a {src.kind.name} value the operators were checked against"
+                )
 
     # --- execution -------------------------------------------------------------------
 
@@ -186,7 +265,10 @@ class Method:
                     call.args._values[:] = [self._resolve(i) for i in call.arg_indices]
                 if trace is not None:
                     trace(pc, call, "before")
-                call.op.run(call.args)
+                try:
+                    call.op.run(call.args)
+                except MemoryError:  # a kernel's temporaries on a big program under a memory cap
+                    raise ExecutionError(f"{call.op.name} (instruction {pc}): out of memory") from None
                 if trace is not None:
                     trace(pc, call, "after")
                 pc += 1
