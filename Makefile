@@ -65,7 +65,9 @@ pte-fixtures: venv-interop
 	$(IPY) tests/fixtures/pte/make_fixtures.py
 	$(IPY) tests/fixtures/pte/make_conv_fixtures.py
 
+# hyperfine times whole `refsim run` processes (benchmarks/runtime.py falls back to subprocess timing).
 bench: venv
+	@command -v hyperfine >/dev/null || $(MAKE) apt-deps APT_PACKAGES=hyperfine
 	$(PY) benchmarks/kernels.py
 	$(PY) benchmarks/runtime.py
 

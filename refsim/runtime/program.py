@@ -284,7 +284,9 @@ class Method:
                 pc += 1
             else:  # FreeCall: memory is planned, nothing to release
                 pc += 1
-        return [v.logical.copy() if isinstance(v, TensorRef) else v for v in self.outputs]
+        # Read the output values after the run, as ExecuTorch does: a MoveCall may rebind them.
+        outputs = [self.values[i] for i in self.plan.outputs]
+        return [v.logical.copy() if isinstance(v, TensorRef) else v for v in outputs]
 
 
 class Program:
