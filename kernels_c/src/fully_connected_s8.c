@@ -17,6 +17,7 @@
  * sum_k x_k w_k (plus fo * sum_k x_k). The scalar and DSP tiers read the bias directly.
  */
 #include "support/nn_fixedpoint.h"
+#include "support/nn_vec_mat.h"
 #include "variants.h"
 
 #if RS_HAVE_DSP
@@ -126,13 +127,6 @@ arm_cmsis_nn_status rs_fully_connected_s8_scalar(RS_FULLY_CONNECTED_ARGS)
 /* unpacking, SXTB16 unpacks weights, SMLAD does two 16x16 MACs.                              */
 
 #if RS_HAVE_DSP
-/** Dot product of one 4-column step: acc + sum_{j<4} (x_j + io) * w_j, x unpacked by the caller. */
-static inline int32_t fc_dsp_step(int32_t acc, int32_t x_even, int32_t x_odd, const int8_t *w)
-{
-    const int32_t word = nn_read_s8x4(w);
-    acc = __smlad(__sxtb16(word), x_even, acc);
-    return __smlad(nn_sxtb16_ror8(word), x_odd, acc);
-}
 
 arm_cmsis_nn_status rs_fully_connected_s8_dsp(RS_FULLY_CONNECTED_ARGS)
 {
@@ -163,8 +157,8 @@ arm_cmsis_nn_status rs_fully_connected_s8_dsp(RS_FULLY_CONNECTED_ARGS)
                 const int32_t x = nn_read_s8x4(in + k);
                 const int32_t x_even = nn_sxtab16_even(offset_x2, x);
                 const int32_t x_odd = nn_sxtab16_odd(offset_x2, x);
-                acc_0 = fc_dsp_step(acc_0, x_even, x_odd, w_0 + k);
-                acc_1 = fc_dsp_step(acc_1, x_even, x_odd, w_1 + k);
+                acc_0 = nn_vm_dsp_step(acc_0, x_even, x_odd, w_0 + k);
+                acc_1 = nn_vm_dsp_step(acc_1, x_even, x_odd, w_1 + k);
             }
             for (; k < depth; k++)
             {
@@ -183,7 +177,7 @@ arm_cmsis_nn_status rs_fully_connected_s8_dsp(RS_FULLY_CONNECTED_ARGS)
             for (; k < depth_4; k += 4)
             {
                 const int32_t x = nn_read_s8x4(in + k);
-                acc = fc_dsp_step(acc, nn_sxtab16_even(offset_x2, x), nn_sxtab16_odd(offset_x2, x), w + k);
+                acc = nn_vm_dsp_step(acc, nn_sxtab16_even(offset_x2, x), nn_sxtab16_odd(offset_x2, x), w + k);
             }
             for (; k < depth; k++)
             {
@@ -207,70 +201,6 @@ arm_cmsis_nn_status rs_fully_connected_s8_dsp(RS_FULLY_CONNECTED_ARGS)
  * into a VMRS/SXTH/VMSR round trip and one VPST per load, more than doubling the loop.
  */
 
-/** Raw dot product sum_k x_k * w_k of one row. */
-static inline int32_t fc_mve_dot(const int8_t *in, const int8_t *w, int32_t depth)
-{
-    const int32_t depth_16 = depth & ~15;
-    int32_t acc = 0;
-    for (int32_t k = 0; k < depth_16; k += 16)
-    {
-        acc = vmladavaq_s8(acc, vld1q_s8(in + k), vld1q_s8(w + k));
-    }
-    if (depth_16 < depth)
-    {
-        const mve_pred16_t p = vctp8q((uint32_t)(depth - depth_16));
-        acc = vmladavaq_s8(acc, vldrbq_z_s8(in + depth_16, p), vldrbq_z_s8(w + depth_16, p));
-    }
-    return acc;
-}
-
-/** sum_k x_k of the input row (only needed for a non-zero filter offset). */
-static inline int32_t fc_mve_sum(const int8_t *in, int32_t depth)
-{
-    const int32_t depth_16 = depth & ~15;
-    int32_t sum = 0;
-    for (int32_t k = 0; k < depth_16; k += 16)
-    {
-        sum = vaddvaq_s8(sum, vld1q_s8(in + k));
-    }
-    if (depth_16 < depth)
-    {
-        sum = vaddvaq_s8(sum, vldrbq_z_s8(in + depth_16, vctp8q((uint32_t)(depth - depth_16))));
-    }
-    return sum;
-}
-
-/** Four rows' raw dot products, sharing each input load. */
-static inline int32x4_t fc_mve_dot_4(const int8_t *in, const int8_t *w, int32_t depth)
-{
-    const int8_t *w_0 = w;
-    const int8_t *w_1 = w_0 + depth;
-    const int8_t *w_2 = w_1 + depth;
-    const int8_t *w_3 = w_2 + depth;
-    const int32_t depth_16 = depth & ~15;
-    int32_t acc_0 = 0, acc_1 = 0, acc_2 = 0, acc_3 = 0;
-    for (int32_t k = 0; k < depth_16; k += 16)
-    {
-        const int8x16_t x = vld1q_s8(in + k);
-        acc_0 = vmladavaq_s8(acc_0, x, vld1q_s8(w_0 + k));
-        acc_1 = vmladavaq_s8(acc_1, x, vld1q_s8(w_1 + k));
-        acc_2 = vmladavaq_s8(acc_2, x, vld1q_s8(w_2 + k));
-        acc_3 = vmladavaq_s8(acc_3, x, vld1q_s8(w_3 + k));
-    }
-    if (depth_16 < depth)
-    {
-        const int32_t k = depth_16;
-        const mve_pred16_t p = vctp8q((uint32_t)(depth - k));
-        const int8x16_t x = vldrbq_z_s8(in + k, p);
-        acc_0 = vmladavaq_s8(acc_0, x, vldrbq_z_s8(w_0 + k, p));
-        acc_1 = vmladavaq_s8(acc_1, x, vldrbq_z_s8(w_1 + k, p));
-        acc_2 = vmladavaq_s8(acc_2, x, vldrbq_z_s8(w_2 + k, p));
-        acc_3 = vmladavaq_s8(acc_3, x, vldrbq_z_s8(w_3 + k, p));
-    }
-    const int32x4_t acc = {acc_0, acc_1, acc_2, acc_3};
-    return acc;
-}
-
 arm_cmsis_nn_status rs_fully_connected_s8_mve(RS_FULLY_CONNECTED_ARGS)
 {
     (void)bias_dims;
@@ -289,18 +219,18 @@ arm_cmsis_nn_status rs_fully_connected_s8_mve(RS_FULLY_CONNECTED_ARGS)
     {
         const int8_t *in = input_data + b * depth;
         int8_t *out = output_data + b * rows;
-        const int32_t fo_term = filter_offset != 0 ? fc_mve_sum(in, depth) * filter_offset : 0;
+        const int32_t fo_term = filter_offset != 0 ? nn_vm_mve_sum(in, depth) * filter_offset : 0;
         int32_t r = 0;
         for (; r + 4 <= rows; r += 4)
         {
-            int32x4_t acc = vaddq_s32(fc_mve_dot_4(in, filter_data + r * depth, depth), vldrwq_s32(kernel_sum + r));
+            int32x4_t acc = vaddq_s32(nn_vm_mve_dot_4(in, filter_data + r * depth, depth), vldrwq_s32(kernel_sum + r));
             acc = nn_requantize_mve(vaddq_n_s32(acc, fo_term), q.multiplier, q.shift);
             acc = nn_clamp_mve(vaddq_n_s32(acc, q.output_offset), q.act_min, q.act_max);
             vstrbq_s32(out + r, acc);
         }
         for (; r < rows; r++)
         {
-            const int32_t acc = fc_mve_dot(in, filter_data + r * depth, depth) + kernel_sum[r] + fo_term;
+            const int32_t acc = nn_vm_mve_dot(in, filter_data + r * depth, depth) + kernel_sum[r] + fo_term;
             out[r] = fc_output(acc, &q);
         }
     }
