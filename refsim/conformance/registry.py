@@ -142,3 +142,26 @@ def random_multiplier(rng: np.random.Generator, size: int | None = None) -> Any:
     if size is None:
         return int(values)
     return values.astype(np.int32)
+
+
+def random_offset(rng: np.random.Generator, lo: int, hi: int) -> int:
+    """An offset at an extreme, at zero or anywhere in [lo, hi]."""
+    if rng.random() < 0.4:
+        return int(rng.choice([lo, hi, 0]))
+    return int(rng.integers(lo, hi, endpoint=True))
+
+
+def random_activation(
+    rng: np.random.Generator, weights: tuple[float, float, float, float] = (0.4, 0.25, 0.25, 0.1)
+) -> tuple[int, int]:
+    """An activation range: full, ReLU-like, narrow (at most 8 wide) or a single value,
+    drawn with ``weights`` in that order."""
+    kind = rng.choice(["full", "relu", "narrow", "single"], p=list(weights))
+    if kind == "full":
+        return -128, 127
+    if kind == "relu":
+        return int(rng.integers(-128, 0, endpoint=True)), 127
+    lo = int(rng.integers(-128, 127, endpoint=True))
+    if kind == "single":
+        return lo, lo
+    return lo, int(min(127, lo + rng.integers(0, 8, endpoint=True)))

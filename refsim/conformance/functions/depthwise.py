@@ -25,6 +25,7 @@ from refsim.conformance.registry import (
     dims,
     param,
     put_dims,
+    random_activation,
     random_multiplier,
     register,
 )
@@ -164,16 +165,6 @@ def _int8(rng: np.random.Generator, shape) -> np.ndarray:
     return values.astype(np.int8)
 
 
-def _activation(rng: np.random.Generator) -> tuple[int, int]:
-    kind = rng.choice(["full", "relu", "narrow", "single"])
-    if kind == "full":
-        return -128, 127
-    if kind == "relu":
-        return int(rng.integers(-128, 1)), 127
-    lo = int(rng.integers(-128, 128))
-    return lo, (lo if kind == "single" else min(127, lo + int(rng.integers(0, 9))))
-
-
 def _case(function: str, rng: np.random.Generator, g: dict) -> tuple[Arrays, Params]:
     n, (in_h, in_w), c, m = g["n"], g["in"], g["c"], g["ch_mult"]
     (kh, kw), (out_h, out_w) = g["k"], g["out"]
@@ -192,7 +183,7 @@ def _case(function: str, rng: np.random.Generator, g: dict) -> tuple[Arrays, Par
         "multiplier": multiplier,
         "shift": shift,
     }
-    act_min, act_max = _activation(rng)
+    act_min, act_max = random_activation(rng, (0.25, 0.25, 0.25, 0.25))
     params: Params = {
         "function": function,
         "input_offset": int(rng.choice([-127, 128, 0, int(rng.integers(-127, 129))])),

@@ -27,7 +27,9 @@ from refsim.conformance.registry import (
     dims,
     param,
     put_dims,
+    random_activation,
     random_multiplier,
+    random_offset,
     register,
 )
 from refsim.errors import VectorError
@@ -111,24 +113,6 @@ def _minmax_runner(function: str, kernel: Callable[[np.ndarray, np.ndarray], np.
 # --- case generation ----------------------------------------------------------------------
 
 
-def _offset(rng: np.random.Generator, lo: int, hi: int) -> int:
-    if rng.random() < 0.4:
-        return int(rng.choice([lo, hi, 0]))
-    return int(rng.integers(lo, hi, endpoint=True))
-
-
-def _activation(rng: np.random.Generator) -> tuple[int, int]:
-    kind = rng.choice(["full", "relu", "narrow", "single"], p=[0.5, 0.2, 0.2, 0.1])
-    if kind == "full":
-        return -128, 127
-    if kind == "relu":
-        return int(rng.integers(-128, 0, endpoint=True)), 127
-    lo = int(rng.integers(-128, 127, endpoint=True))
-    if kind == "single":
-        return lo, lo
-    return lo, int(min(127, lo + rng.integers(0, 8, endpoint=True)))
-
-
 def _scale(rng: np.random.Generator) -> float:
     return float(2.0 ** rng.uniform(-10, 0))
 
@@ -162,11 +146,11 @@ def _add_case(rng: np.random.Generator) -> tuple[Arrays, Params]:
         }
     if rng.random() < 0.25:  # subtraction, as ExecuTorch lowers aten.sub
         q["input_2_mult"] = -q["input_2_mult"]
-    act_min, act_max = _activation(rng)
+    act_min, act_max = random_activation(rng, (0.5, 0.2, 0.2, 0.1))
     params: Params = {
-        "input_1_offset": _offset(rng, -127, 128),
-        "input_2_offset": _offset(rng, -127, 128),
-        "out_offset": _offset(rng, -128, 127),
+        "input_1_offset": random_offset(rng, -127, 128),
+        "input_2_offset": random_offset(rng, -127, 128),
+        "out_offset": random_offset(rng, -128, 127),
         **{k: int(v) for k, v in q.items()},
         "out_activation_min": act_min,
         "out_activation_max": act_max,
@@ -185,11 +169,11 @@ def _mul_case(rng: np.random.Generator) -> tuple[Arrays, Params]:
     else:
         # (x1 + o1) * (x2 + o2) is at most 65025 < 2^16, so a left shift up to 15 cannot overflow.
         mult, shift = random_multiplier(rng), int(rng.integers(-31, 15, endpoint=True))
-    act_min, act_max = _activation(rng)
+    act_min, act_max = random_activation(rng, (0.5, 0.2, 0.2, 0.1))
     params: Params = {
-        "input_1_offset": _offset(rng, -127, 128),
-        "input_2_offset": _offset(rng, -127, 128),
-        "out_offset": _offset(rng, -128, 127),
+        "input_1_offset": random_offset(rng, -127, 128),
+        "input_2_offset": random_offset(rng, -127, 128),
+        "out_offset": random_offset(rng, -128, 127),
         "out_mult": int(mult),
         "out_shift": int(shift),
         "out_activation_min": act_min,

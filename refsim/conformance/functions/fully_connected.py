@@ -30,7 +30,9 @@ from refsim.conformance.registry import (
     dims,
     param,
     put_dims,
+    random_activation,
     random_multiplier,
+    random_offset,
     register,
 )
 from refsim.errors import VectorError
@@ -127,25 +129,6 @@ def _run_vector_sum(arrays: Mapping[str, np.ndarray], params: Mapping[str, Any])
 # --- case generation ----------------------------------------------------------------------
 
 
-def _offset(rng: np.random.Generator, lo: int, hi: int) -> int:
-    """An offset at an extreme, at zero or anywhere in [lo, hi]."""
-    if rng.random() < 0.4:
-        return int(rng.choice([lo, hi, 0]))
-    return int(rng.integers(lo, hi, endpoint=True))
-
-
-def _activation(rng: np.random.Generator) -> tuple[int, int]:
-    kind = rng.choice(["full", "relu", "narrow", "single"], p=[0.4, 0.25, 0.25, 0.1])
-    if kind == "full":
-        return -128, 127
-    if kind == "relu":
-        return int(rng.integers(-128, 0, endpoint=True)), 127
-    lo = int(rng.integers(-128, 127, endpoint=True))
-    if kind == "single":
-        return lo, lo
-    return lo, int(min(127, lo + rng.integers(0, 8, endpoint=True)))
-
-
 def _acc_rms(depth: int, input_offset: int, filter_offset: int = 0) -> float:
     """RMS of a depth-``depth`` accumulator over uniform int8 data (uniform int8 has RMS ~74)."""
     return float(np.sqrt(depth * (74.0**2 + input_offset**2) * (74.0**2 + filter_offset**2)))
@@ -182,7 +165,7 @@ def _fc_shape(rng: np.random.Generator) -> tuple[int, int, int]:
 
 def _fc_case(rng: np.random.Generator, per_channel: bool) -> tuple[Arrays, Params]:
     batches, depth, out_depth = _fc_shape(rng)
-    input_offset = _offset(rng, -127, 128)
+    input_offset = random_offset(rng, -127, 128)
     acc_rms = _acc_rms(depth, input_offset)
     bias_is_null = bool(rng.random() < 0.15)
     arrays: Arrays = {
@@ -190,11 +173,11 @@ def _fc_case(rng: np.random.Generator, per_channel: bool) -> tuple[Arrays, Param
         "filter": rng.integers(-128, 127, (out_depth, depth), endpoint=True).astype(np.int8),
         "bias": np.zeros(out_depth, np.int32) if bias_is_null else _bias(rng, out_depth, depth, acc_rms),
     }
-    act_min, act_max = _activation(rng)
+    act_min, act_max = random_activation(rng)
     params: Params = {
         "input_offset": input_offset,
         "filter_offset": 0,
-        "output_offset": _offset(rng, -128, 127),
+        "output_offset": random_offset(rng, -128, 127),
         "activation.min": act_min,
         "activation.max": act_max,
         "bias_is_null": bias_is_null,
@@ -226,14 +209,14 @@ def _bmm_case(rng: np.random.Generator) -> tuple[Arrays, Params]:
         "input_lhs": rng.integers(-128, 127, (n1, h1, lhs_rows, depth), endpoint=True).astype(np.int8),
         "input_rhs": rng.integers(-128, 127, (n2, h2, rhs_rows, depth), endpoint=True).astype(np.int8),
     }
-    act_min, act_max = _activation(rng)
-    input_offset, filter_offset = _offset(rng, -127, 128), _offset(rng, -127, 128)
+    act_min, act_max = random_activation(rng)
+    input_offset, filter_offset = random_offset(rng, -127, 128), random_offset(rng, -127, 128)
     params: Params = {
         "adj_x": False,
         "adj_y": False,
         "fc_params.input_offset": input_offset,
         "fc_params.filter_offset": filter_offset,
-        "fc_params.output_offset": _offset(rng, -128, 127),
+        "fc_params.output_offset": random_offset(rng, -128, 127),
         "fc_params.activation.min": act_min,
         "fc_params.activation.max": act_max,
         "multiplier": random_multiplier(rng),
@@ -257,8 +240,8 @@ def _vector_sum_case(rng: np.random.Generator) -> tuple[Arrays, Params]:
     params: Params = {
         "vector_cols": cols,
         "vector_rows": rows,
-        "lhs_offset": _offset(rng, -127, 128),
-        "rhs_offset": _offset(rng, -127, 128),
+        "lhs_offset": random_offset(rng, -127, 128),
+        "rhs_offset": random_offset(rng, -127, 128),
         "bias_is_null": bias_is_null,
         "macs": rows * cols,
     }
