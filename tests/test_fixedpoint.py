@@ -159,7 +159,8 @@ def test_quantize_multiplier_edges(scale, expected):
 @given(st.floats(2.0**-31, 2.0**30, allow_nan=False, allow_infinity=False))
 def test_quantize_multiplier_reconstructs_the_scale(scale):
     q, e = fp.quantize_multiplier(scale)
-    assert 1 << 30 <= q < 1 << 31
+    # a normalised Q0.31 mantissa: in [2^30, 2^31)
+    assert (1 << 30) <= q < (1 << 31)
     assert abs(q * 2.0 ** (e - 31) - scale) <= scale * 2.0**-30
 
 

@@ -151,7 +151,8 @@ def test_fp32_fixture_constants_reproduce_executorchs_output():
     weight, bias, bias2 = (pf.constant_data(v) for v in plan.values[:3])
     io = np.load(FIXTURES / "fp32_linear.io.npz")
     y = np.maximum(io["input0"] @ weight.T + bias, 0) + bias2
-    np.testing.assert_allclose(y, io["output0"], rtol=1e-6)  # float32, not int8: allclose is right
+    # An fp32 program recomputed in numpy: float results, so a tolerance is the right comparison.
+    np.testing.assert_allclose(y, io["output0"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["fp32_linear", "cm_conv_linear", "cm_mixed"])
