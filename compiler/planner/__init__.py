@@ -26,7 +26,8 @@ from compiler.planner.model import (
     verify,
 )
 from compiler.planner.program import ProgramBuffers, apply_plan, buffers_from_program, read_program
-from compiler.planner.suite import ALGORITHMS, plan, plan_all
+from compiler.planner.reorder import dependencies, is_topological, peak, reorder
+from compiler.planner.suite import ALGORITHMS, Schedule, plan, plan_all, plan_steps
 
 __all__ = [
     "ALGORITHMS",
@@ -35,15 +36,21 @@ __all__ = [
     "Plan",
     "PlanError",
     "ProgramBuffers",
+    "Schedule",
     "Step",
     "align",
     "apply_plan",
     "buffers_from_program",
+    "dependencies",
+    "is_topological",
     "lifetimes",
     "live_profile",
     "lower_bound",
+    "peak",
     "plan",
     "plan_all",
+    "plan_steps",
     "read_program",
+    "reorder",
     "verify",
 ]
