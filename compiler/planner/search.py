@@ -8,7 +8,7 @@ buffer) and move it to a random earlier position, or swap two buffers; keep the 
 its (arena, sum of buffer ends) is no worse — sideways moves let it cross plateaus. It
 stops at the live-bytes bound (nothing can be smaller), after ``iterations`` moves or at
 the time limit. The random generator is seeded, so a run is deterministic as long as the
-time limit does not cut it short.
+time limit does not cut it short (1,000 moves of a dense 50-buffer problem take about half a second).
 
 **Branch and bound** (``exact``). Any plan can be pushed down until every buffer rests on
 offset 0 or on the top of a buffer live at the same time, without growing; such a plan,
@@ -24,7 +24,9 @@ buffer placed) is cut when
 (at step t everything still unplaced and every placed byte above L must fit between L
 and the top). The incumbent starts as the local search's plan; the search ends when it
 proves the incumbent optimal (the tree is exhausted, or the incumbent meets the live-bytes
-bound), or at the node budget or time limit, returning the best plan found. On the bundled
+bound), or at the node budget (20,000 nodes, about half a second here) or the time limit,
+returning the best plan found; the budget, not the clock, normally ends it, so the result
+does not depend on the machine's load. On the bundled
 programs the incumbent already meets the bound; the tree search decides small random cases,
 which the tests check against brute force.
 """
@@ -186,7 +188,7 @@ class _Search:
 
 
 def branch_and_bound(
-    problem: Problem, time_limit_s: float, *, node_budget: int = 200_000, incumbent: list[int] | None = None
+    problem: Problem, time_limit_s: float, *, node_budget: int = 20_000, incumbent: list[int] | None = None
 ) -> tuple[list[int], bool]:
     """The smallest plan found and whether it is proven optimal."""
     start = time.perf_counter()
