@@ -122,3 +122,53 @@ def test_the_runtime_rejects_a_plan_that_overlaps_live_buffers(problems):
     data = apply_plan(pte("ic"), broken)
     with pytest.raises(RefsimError, match="overlaps"):
         Program.load(data).method("forward")
+
+
+def test_a_view_shares_its_base_buffer(problems):
+    # IC's flatten before the FC: values[225] views values[211], no instruction of its own
+    pb = problems["ic"]
+    shared = [group for group in pb.members.values() if len(group) > 1]
+    assert shared == [(211, 225)]
+    (view_buffer,) = [b for b in pb.buffers if b.name == "v211"]
+    assert (view_buffer.first, view_buffer.last) == (12, 13)  # pool writes it, the FC reads the view
+
+
+FIXTURES = sorted((MODELS_DIR.parents[1] / "tests" / "fixtures" / "pte").rglob("*.pte"))
+
+
+def random_inputs(method, rng):
+    out = []
+    for slot in method.inputs:
+        if not hasattr(slot, "storage"):
+            out.append(slot)
+            continue
+        dtype = slot.storage.dtype
+        if dtype.kind == "f":
+            out.append(rng.standard_normal(slot.sizes).astype(dtype))
+        elif dtype.kind == "b":
+            out.append(rng.integers(0, 2, slot.sizes).astype(dtype))
+        else:
+            out.append(rng.integers(-100, 100, slot.sizes).astype(dtype))
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::Warning")
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_every_fixture_program_computes_the_same_in_the_best_plan(path):
+    from refsim.pte import load_program
+
+    pf = load_program(path)
+    methods = [p.name for p in pf.program.execution_plan if p.chains and p.chains[0].instructions]
+    for name in methods:
+        try:
+            reference = Program.load(path).method(name)
+        except RefsimError as exc:  # an op refsim does not run: nothing to compare
+            pytest.skip(f"{path.name}:{name}: {exc}")
+        x = random_inputs(reference, np.random.default_rng(1))
+        want = reference.execute(x)
+        pb = read_program(pf, name)
+        best = plan(pb.buffers, time_limit_s=0.5)
+        assert best.arena_bytes <= pb.original_plan().arena_bytes
+        got = Program.load(apply_plan(pf, best, name)).method(name).execute(x)
+        for a, b in zip(want, got, strict=True):
+            np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
