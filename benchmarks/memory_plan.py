@@ -1,7 +1,7 @@
 """Activation arenas per memory planner on the bundled programs (and the compiler's zoo models).
 
     python benchmarks/memory_plan.py [--models kws,vww] [--time-limit 2.0]
-                                     [--pte extra.pte ...] [--zoo]
+                                     [--pte extra.pte ...] [--zoo [--refsim PATH]]
                                      [--out benchmarks/results/memory_plan.json]
 
 Per program, from its buffers as refsim's runtime sees them (``compiler.planner.read_program``:
@@ -9,7 +9,8 @@ every memory-planned activation and CMSIS-NN scratch buffer, views merged into t
 
 - the arena of every planner in ``compiler.planner.ALGORITHMS`` and of our ``best`` (the
   suite), with its planning time;
-- ExecuTorch 1.5.1's own plan, as the file declares it (``non_const_buffer_sizes[1]``);
+- the plan the file declares (``non_const_buffer_sizes[1]``), and ExecuTorch 1.5.1's own
+  plan of the same model (the bundled export's; for a bundled program the two are one);
 - TFLM's figure (REFERENCE.md §6: its greedy planner, activations only — TFLM's reference
   kernels take no scratch), beside our best of the activations alone;
 - the live-bytes lower bound of the given order and of the reordered order
@@ -18,8 +19,9 @@ every memory-planned activation and CMSIS-NN scratch buffer, views merged into t
 
 ``--pte`` adds any other .pte files. ``--zoo`` is the hook for the compiler's zoo: it runs
 ``refsim compile zoo:NAME --target cortex-m55`` for each MLPerf Tiny model into a temporary
-directory and measures the result the same way; while the compiler is not there, each zoo
-row records why it is missing. The table prints with rich; the JSON keeps every number.
+directory and measures the result the same way (``--refsim`` names an executable whose
+environment has torch, e.g. ``.venv-interop/bin/refsim``); while the compiler is not there,
+each zoo row records why it is missing. The table prints with rich; the JSON keeps every number.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ DEFAULT_OUT = ROOT / "benchmarks" / "results" / "memory_plan.json"
 
 def measure(path: Path, name: str, time_limit_s: float) -> dict:
     """Every planner's arena and the bounds for one program."""
+    model = name.removeprefix("zoo:").removeprefix("zoo_")
     pb = read_program(path)
     io = {"graph_inputs": pb.graph_inputs, "graph_outputs": pb.graph_outputs, "mem_ids": pb.mem_ids}
     activations = [b for b in pb.buffers if b.name not in pb.scratch]
@@ -79,6 +82,7 @@ def measure(path: Path, name: str, time_limit_s: float) -> dict:
     moved = [s.name for s, t in zip(order, pb.steps, strict=True) if s != t]
     return {
         "name": name,
+        "model": model,
         "file": str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path),
         "steps": len(pb.steps),
         "buffers": len(pb.buffers),
@@ -89,8 +93,9 @@ def measure(path: Path, name: str, time_limit_s: float) -> dict:
             "algorithm": best.algorithm,
             "seconds": round(best_seconds, 4),
         },
-        "executorch_file_arena_bytes": pb.original_plan().arena_bytes,
-        "tflm_activation_bytes": TFLM_ACTIVATION_BYTES.get(name),
+        "file_arena_bytes": pb.original_plan().arena_bytes,
+        "executorch_arena_bytes": executorch_arena(model),
+        "tflm_activation_bytes": TFLM_ACTIVATION_BYTES.get(model),
         "best_activation_bytes": best_activations.arena_bytes,
         "lower_bound": lower_bound(pb.buffers),
         "lower_bound_activations": lower_bound(activations),
@@ -103,9 +108,15 @@ def measure(path: Path, name: str, time_limit_s: float) -> dict:
     }
 
 
-def compile_zoo(workdir: Path) -> list[tuple[str, Path | None, str]]:
+def executorch_arena(model: str) -> int | None:
+    """ExecuTorch 1.5.1's own arena for this model: the bundled export (examples/models)."""
+    summary = json.loads((MODELS_DIR / "models.json").read_text())
+    return summary[model]["arena_bytes"][0] if model in summary else None
+
+
+def compile_zoo(workdir: Path, refsim: str | None) -> list[tuple[str, Path | None, str]]:
     """(name, .pte or None, why not) per zoo model, compiled for cortex-m55 by ``refsim compile``."""
-    refsim = shutil.which("refsim", path=str(Path(sys.executable).parent)) or shutil.which("refsim")
+    refsim = refsim or shutil.which("refsim", path=str(Path(sys.executable).parent)) or shutil.which("refsim")
     summary = json.loads((MODELS_DIR / "models.json").read_text())
     out = []
     for name in ZOO:
@@ -139,7 +150,8 @@ def render(rows: list[dict], missing: list[dict]) -> None:
         table.add_column(HEADERS.get(algorithm, algorithm), justify="right")
     for col in (
         "best",
-        "ExecuTorch file",
+        "file's plan",
+        "ExecuTorch 1.5.1",
         "bound",
         "bound reord.",
         "act. best",
@@ -158,7 +170,8 @@ def render(rows: list[dict], missing: list[dict]) -> None:
         tflm = r["tflm_activation_bytes"]
         cells += [
             f"{r['best']['arena_bytes']:,}",
-            f"{r['executorch_file_arena_bytes']:,}",
+            f"{r['file_arena_bytes']:,}",
+            "-" if r["executorch_arena_bytes"] is None else f"{r['executorch_arena_bytes']:,}",
             f"{r['lower_bound']:,}",
             f"{r['lower_bound_reordered']:,}",
             f"{r['best_activation_bytes']:,}",
@@ -170,7 +183,7 @@ def render(rows: list[dict], missing: list[dict]) -> None:
         ]
         table.add_row(*cells)
     for m in missing:
-        table.add_row(m["name"], *(["-"] * (len(ALGORITHMS) + 10)))
+        table.add_row(m["name"], *(["-"] * (len(ALGORITHMS) + 11)))
     console = Console()
     console.print(table)
     console.print("* = equals the live-bytes lower bound of the given order")
@@ -183,6 +196,10 @@ def main() -> int:
     parser.add_argument("--models", default=",".join(MODELS), help="bundled programs (comma-separated)")
     parser.add_argument("--pte", type=Path, nargs="*", default=[], help="other .pte files to measure")
     parser.add_argument("--zoo", action="store_true", help="also compile and measure the zoo models")
+    parser.add_argument(
+        "--refsim",
+        help="the refsim executable for --zoo (one whose environment has torch; default: this venv's)",
+    )
     parser.add_argument("--time-limit", type=float, default=2.0, help="seconds per searching planner")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
@@ -206,7 +223,7 @@ def main() -> int:
         rows.append(measure(path.resolve(), path.stem, args.time_limit))
     if args.zoo:
         with tempfile.TemporaryDirectory(prefix="memory_plan_") as tmp:
-            for name, path, why in compile_zoo(Path(tmp)):
+            for name, path, why in compile_zoo(Path(tmp), args.refsim):
                 if path is None:
                     missing.append({"name": name, "reason": why})
                 else:
