@@ -20,13 +20,15 @@ bytes (exactly what `lower_bound` counts at that step in the final order), and t
 an order is the largest cost along it. Done sets are expanded by size, keeping per set the
 smallest peak to reach it (ties: the first found, steps tried in the given order), so the
 result is the minimum peak over all topological orders. A chain has ``n + 1`` done sets,
-ResNet-8 a few dozen; past ``max_states`` the search stops and a greedy order (among the
-ready steps the cheapest, ties in the given order) is used instead. The given order is
+ResNet-8 a few dozen; past ``max_states`` (or the time limit, a safety for very wide graphs)
+the search stops and a greedy order (among the ready steps the cheapest, ties in the given
+order) is used instead. The given order is
 returned whenever nothing beats it, so reordering never raises the peak.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from compiler.planner.model import ALIGNMENT, PlanError, Step, align, lifetimes, lower_bound
@@ -84,7 +86,8 @@ def reorder(
     graph_outputs: Iterable[str] = (),
     mem_ids: Mapping[str, int] | None = None,
     alignment: int = ALIGNMENT,
-    max_states: int = 50_000,
+    max_states: int = 20_000,
+    time_limit_s: float = 2.0,
 ) -> list[Step]:
     """A topological order of ``steps`` whose peak live bytes (arena 1) is smallest."""
     steps = list(steps)
@@ -133,7 +136,8 @@ def reorder(
         return worst
 
     given = original_peak()
-    order = _exact(n, preds, cost, max_states) or _greedy(n, preds, cost)
+    deadline = time.perf_counter() + time_limit_s
+    order = _exact(n, preds, cost, max_states, deadline) or _greedy(n, preds, cost)
     done, worst = 0, 0
     for s in order:
         worst = max(worst, cost(done, s))
@@ -143,14 +147,17 @@ def reorder(
     return [steps[s] for s in order]
 
 
-def _exact(n: int, preds: list[int], cost, max_states: int) -> list[int] | None:
-    """The minimum-peak order by bottleneck search over done sets, or None past max_states."""
+def _exact(n: int, preds: list[int], cost, max_states: int, deadline: float) -> list[int] | None:
+    """The minimum-peak order by bottleneck search over done sets, or None past max_states
+    or the deadline."""
     best: dict[int, tuple[int, int, int]] = {0: (0, -1, -1)}  # done -> (peak, parent, step)
     layer = [0]
     states = 1
     for _ in range(n):
         nxt: dict[int, None] = {}
         for done in layer:
+            if time.perf_counter() > deadline:
+                return None
             reach = best[done][0]
             for s in range(n):
                 bit = 1 << s
