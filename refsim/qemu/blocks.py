@@ -34,26 +34,27 @@ from refsim.qemu.cores import Core
 from refsim.qemu.counting import objdump_command
 from refsim.qemu.errors import QemuError
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 _INSN_LINE = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f]{4}(?: [0-9a-f]{4})?)\s*\t(\S+)[ \t]*([^;@]*)")
-_CONDITIONS = frozenset("eq ne cs hs cc lo mi pl vs vc hi ls ge lt gt le al".split())
-_BRANCHES = frozenset(
-    "b bl blx bx bxns blxns cbz cbnz tbb tbh le letp wls wlstp bf bfx bfl bflx bfcsel".split()
-)
-_LOOP_SETUP = frozenset("dls dlstp lctp".split())
-_LOADS = frozenset(
+_CONDITIONS = _words("eq ne cs hs cc lo mi pl vs vc hi ls ge lt gt le al")
+_BRANCHES = _words("b bl blx bx bxns blxns cbz cbnz tbb tbh le letp wls wlstp bf bfx bfl bflx bfcsel")
+_LOOP_SETUP = _words("dls dlstp lctp")
+_LOADS = _words(
     "ldr ldrb ldrh ldrsb ldrsh ldrt ldrbt ldrht ldrsbt ldrsht ldrex ldrexb ldrexh lda ldab ldah ldaex "
-    "ldaexb ldaexh vldr".split()
+    "ldaexb ldaexh vldr"
 )
-_STORES = frozenset(
-    "str strb strh strt strbt strht strex strexb strexh stl stlb stlh stlex stlexb stlexh vstr".split()
-)
-_DOUBLES = frozenset("ldrd strd".split())
-_MULTIPLES = frozenset(
+_STORES = _words("str strb strh strt strbt strht strex strexb strexh stl stlb stlh stlex stlexb stlexh vstr")
+_DOUBLES = _words("ldrd strd")
+_MULTIPLES = _words(
     "ldm ldmia ldmdb ldmfd ldmea stm stmia stmdb stmea stmfd push pop vpush vpop vldm vldmia vldmdb vstm "
-    "vstmia vstmdb".split()
+    "vstmia vstmdb"
 )
-_MLA = frozenset("mla mls".split())
-_NO_DEST = frozenset("cmp cmn tst teq it nop dmb dsb isb msr bkpt svc wfi wfe sev".split())
+_MLA = _words("mla mls")
+_NO_DEST = _words("cmp cmn tst teq it nop dmb dsb isb msr bkpt svc wfi wfe sev")
 _ALIASES = {"ip": "r12", "fp": "r11", "sl": "r10", "sb": "r9"}
 _REGISTER = re.compile(r"\b(r1[0-5]|r[0-9]|sp|lr|pc|ip|fp|sl|sb)\b")
 _REGISTER_LIST = re.compile(r"\{([^}]*)\}")
