@@ -143,6 +143,16 @@ def qemu_core_for(model: CoreModel) -> Core:
     return dataclasses.replace(core, gcc_flags=flags) if flags != core.gcc_flags else core
 
 
+def harness_for(model: CoreModel) -> Harness:
+    """The kernels_c harness running ``model``'s code path (ARMv6-M build for the M0+)."""
+    qcore = qemu_core_for(model)
+    if model.arch == "armv6-m":
+        from refsim.qemu.v6m_build import build_v6m_harness
+
+        return build_v6m_harness(qcore)
+    return build_harness(qcore)
+
+
 def default_system(model: CoreModel) -> SystemPreset:
     return get_system(f"ideal-{model.name.removeprefix('cortex-')}")
 
@@ -243,8 +253,8 @@ def _static_cost(insns: Sequence[bl.Insn], spans: Sequence[int | None], model: C
         kind = bl.kind_of(insn)
         if kind in ("branch", "loop_setup"):
             parts["branch"] += model.branch_cycles
-            if model.name == "cortex-m0plus" and bl.base_mnemonic(insn.mnemonic) == "bl":
-                parts["branch"] += 1  # M0+ TRM Table 3-1: BL 3 cycles (B 2)
+            if bl.base_mnemonic(insn.mnemonic) == "bl":
+                parts["branch"] += model.call_extra_cycles
             continue
         in_mca = bl.mca_text(insn) is not None
         span: int | None = None
@@ -274,6 +284,8 @@ def _static_cost(insns: Sequence[bl.Insn], spans: Sequence[int | None], model: C
 def _refill_out(last: bl.Insn, model: CoreModel) -> int:
     if bl.base_mnemonic(last.mnemonic) in ("le", "letp") and model.loop_end_refill is not None:
         return model.loop_end_refill
+    if bl.jumps(last) and bl.kind_of(last) != "branch":
+        return model.load_pc_refill
     return model.taken_branch_refill
 
 
@@ -379,7 +391,7 @@ def time_cases(
     if preset.core != model.name:
         raise TimingError(f"system {preset.name} is built on {preset.core}; the timed core is {model.name}")
     qcore = qemu_core_for(model)
-    harness = harness or build_harness(qcore)
+    harness = harness or harness_for(model)
     if harness.core.machine != qcore.machine:
         raise TimingError(
             f"{model.name} runs on the QEMU board {qcore.machine}; the harness given is built for "

@@ -19,10 +19,10 @@ from typing import Any
 from isa_models.cores import CORE_MODELS, get_core_model
 from refsim.conformance import vectors as vec
 from refsim.qemu import batch
-from refsim.qemu.build import Harness, build_harness
+from refsim.qemu.build import Harness
 from refsim.qemu.conformance import Target, build_library_harness, to_batch_case
 from refsim.qemu.mca import llvm_version
-from refsim.qemu.timing import CaseTiming, TimingError, default_system, qemu_core_for, time_cases
+from refsim.qemu.timing import CaseTiming, TimingError, default_system, harness_for, qemu_core_for, time_cases
 
 CYCLES_FORMAT = "refsim-instruction-cycles"
 
@@ -41,8 +41,13 @@ def _harness(model_name: str, target: Target) -> Harness:
     if qcore == target.core:
         return target.harness
     if target.library is not None:
+        if model.arch == "armv6-m":
+            raise TimingError(
+                f"--count-cycles --cpu {model.name} with --kernels-dir: the library build for the "
+                "M3 board with ARMv6-M code is not implemented (kernels_c only)"
+            )
         return build_library_harness(qcore, target.library)[0]
-    return build_harness(qcore)
+    return harness_for(model)
 
 
 def _batches(cases: Sequence[batch.Case], limit: int) -> list[list[batch.Case]]:

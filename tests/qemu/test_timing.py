@@ -21,6 +21,7 @@ from isa_models.errors import UnknownNameError
 from isa_models.systems import SYSTEMS, get_system
 from refsim.qemu import build
 from refsim.qemu.blocks import Insn, kind_of, memory_cycles
+from refsim.qemu.cores import get_core
 from refsim.qemu.counting import count_instructions, find_host_cc
 from refsim.qemu.errors import QemuError, ToolchainMissingError
 from refsim.qemu.timing import COMPONENTS, qemu_core_for, time_blocks, time_cases, time_elf
@@ -132,7 +133,42 @@ def test_m0plus_is_timed_by_its_trm_table() -> None:
 # --- hand-written loops under QEMU ---------------------------------------------------------------
 
 # Per iteration (TRM table above): 2+1+1+3+1+1+1+3+1 = 14, the taken BNE 1+2, the last one 1.
-# Before the loop 4 ALU instructions; after it BL rs_kernel_end 1+2.  Total 17 n + 5.
+# Before the loop 4 ALU instructions; after it BL rs_kernel_end 1+2.  Total 17 n + 5. On the
+# M3 the MAC is MLA, 2 cycles (Cortex-M3 TRM Table 3-1): 18 n + 5.
+LOOP_V7M = r"""
+    mov r0, sp
+    mov r1, sp
+    movs r4, #0
+    mov r5, r6
+1:  ldr r2, [r0]
+    ldr r3, [r1, #4]
+    MAC r4, r2, r3, r4
+    ldm r1!, {r2, r3}
+    subs r1, #8
+    str r4, [r0, #8]
+    adds r0, r1, #0
+    ldr r2, [r0, #12]
+    subs r5, #1
+    bne 1b
+"""
+
+# Cortex-M0+ TRM Table 3-1 (no load pipelining): LDR 2, LDR 2, MULS 1, ADDS 1, LDM 1+2, SUBS 1,
+# STR 2, SUBS 1 = 13; taken BNE 2, the last 1; 3 ALU before; BL rs_kernel_end 3. Total 15 n + 5.
+LOOP_V6M = r"""
+    mov r0, sp
+    movs r4, #0
+    mov r5, r6
+1:  ldr r2, [r0]
+    ldr r3, [r0, #4]
+    muls r2, r3, r2
+    adds r4, r4, r2
+    ldm r0!, {r2, r3}
+    subs r0, #8
+    str r4, [r0, #8]
+    subs r5, #1
+    bne 1b
+"""
+
 LOOP_S = r"""
     .syntax unified
     .thumb
@@ -144,20 +180,7 @@ rs_timed_loop:
     sub sp, sp, #32
     mov r6, r0
     bl rs_kernel_begin
-    mov r0, sp
-    mov r1, sp
-    movs r4, #0
-    mov r5, r6
-1:  ldr r2, [r0]
-    ldr r3, [r1, #4]
-    smlad r4, r2, r3, r4
-    ldm r1!, {r2, r3}
-    subs r1, #8
-    str r4, [r0, #8]
-    adds r0, r1, #0
-    ldr r2, [r0, #12]
-    subs r5, #1
-    bne 1b
+BODY
     bl rs_kernel_end
     add sp, sp, #32
     pop {r4, r5, r6, pc}
@@ -185,29 +208,38 @@ int main(void)
 """
 LENGTHS = (1, 2, 7, 1000)
 
+#: core -> (loop body, cycles(n), instructions(n))
+LOOPS = {
+    "cortex-m4": (LOOP_V7M.replace("MAC", "smlad"), lambda n: 17 * n + 5, lambda n: 5 + 10 * n),
+    "cortex-m33": (LOOP_V7M.replace("MAC", "smlad"), lambda n: 17 * n + 5, lambda n: 5 + 10 * n),
+    "cortex-m3": (LOOP_V7M.replace("MAC", "mla"), lambda n: 18 * n + 5, lambda n: 5 + 10 * n),
+    "cortex-m0plus": (LOOP_V6M, lambda n: 15 * n + 5, lambda n: 4 + 9 * n),
+}
 
-def _build(core_name: str, directory: Path) -> Path:
+
+def _build(core_name: str, body: str, directory: Path) -> Path:
+    """The loop on the board's startup (built for the board's own core, as for the M0+ harness)."""
     core = qemu_core_for(get_core_model(core_name))
+    board = get_core(core.name)
     gcc = str(find_toolchain().gcc)
     (directory / "main.c").write_text(MAIN_C)
-    (directory / "loop.S").write_text(LOOP_S)
+    (directory / "loop.S").write_text(LOOP_S.replace("BODY", body))
     script = directory / "link.ld"
     template = build.KERNELS_C / build.LINKER_TEMPLATE
     subprocess.run(
         [gcc, "-E", "-P", "-x", "c", *build._memory_defines(core), str(template), "-o", str(script)],
         check=True,
     )
-    sources = [build.KERNELS_C / "boards" / "startup.c", build.KERNELS_C / "boards" / "semihost.c"]
+    startup = directory / "startup.o"
+    subprocess.run(
+        [gcc, *build._cflags(board), "-c", str(build.KERNELS_C / "boards" / "startup.c"), "-o", str(startup)],
+        check=True,
+    )
+    sources = [build.KERNELS_C / "boards" / "semihost.c", directory / "main.c", directory / "loop.S"]
     elf = directory / "loop.elf"
-    command = [
-        gcc,
-        *build._cflags(core),
-        *map(str, sources),
-        str(directory / "main.c"),
-        str(directory / "loop.S"),
-    ]
+    link = ["-nostartfiles", "-T", str(script), "-Wl,--gc-sections", "-o", str(elf)]
     done = subprocess.run(
-        [*command, "-nostartfiles", "-T", str(script), "-Wl,--gc-sections", "-o", str(elf)],
+        [gcc, *build._cflags(core), *map(str, sources), str(startup), *link],
         capture_output=True,
         text=True,
         check=False,
@@ -216,12 +248,12 @@ def _build(core_name: str, directory: Path) -> Path:
     return elf
 
 
-@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m33"])
+@pytest.mark.parametrize("core", list(LOOPS))
 def test_trm_fixed_loop_is_exact(core: str, tmp_path: Path, timing: None) -> None:
-    calls = time_elf(core, _build(core, tmp_path))
-    assert [c["cycles"] for c in calls] == [17 * n + 5 for n in LENGTHS]
-    assert [c["instructions"] for c in calls] == [4 + 10 * n + 1 for n in LENGTHS]
-    assert [c["branch_refill"] for c in calls] == [2 * (n - 1) + 2 for n in LENGTHS]
+    body, cycles, instructions = LOOPS[core]
+    calls = time_elf(core, _build(core, body, tmp_path))
+    assert [c["instructions"] for c in calls] == [instructions(n) for n in LENGTHS]
+    assert [c["cycles"] for c in calls] == [cycles(n) for n in LENGTHS]
     for c in calls:
         assert c["cycles"] == sum(c[name] for name in COMPONENTS)
         assert c["unparsed"] == 0
