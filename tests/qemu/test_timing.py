@@ -285,26 +285,36 @@ def test_kernels_c_cases_are_timed_repeatably(core: str, timing: None) -> None:
         assert all(t.cycles >= t.instructions for t in first)
 
 
-def test_flash_without_accelerator_costs_wait_states(timing: None) -> None:
-    """The same cases on a preset whose code sits in flash with wait states and no accelerator
-    take more cycles, all of it in ifetch_ws; with the ART accelerator (warm) none."""
+def test_flash_wait_states_for_code_and_weights(timing: None) -> None:
+    """NUCLEO-L4R5ZI (5 WS at 120 MHz): code behind the ART accelerator costs nothing (warm);
+    weights in flash cost line reads x 5. Without the accelerator, instruction fetch costs too;
+    with weights in SRAM, data costs nothing. Everything else is the ideal system's."""
     import dataclasses
 
     from isa_models import systems
 
     cases = _cases()[:2]
     ideal = time_cases("cortex-m4", cases)
-    art = time_cases("cortex-m4", cases, system="nucleo-l4r5zi")
-    assert [t.cycles for t in art] == [t.cycles for t in ideal]
-    slow = dataclasses.replace(get_system("nucleo-l4r5zi"), name="l4-no-art", instruction_accelerator=None)
-    systems.SYSTEMS[slow.name] = slow
+    l4 = get_system("nucleo-l4r5zi")
+    variants = {
+        "l4-no-art": dataclasses.replace(l4, name="l4-no-art", instruction_accelerator=None),
+        "l4-sram-weights": dataclasses.replace(l4, name="l4-sram-weights", weights_memory="sram"),
+    }
+    systems.SYSTEMS.update(variants)
     try:
-        cold = time_cases("cortex-m4", cases, system=slow.name)
+        art = time_cases("cortex-m4", cases, system=l4.name)
+        no_art = time_cases("cortex-m4", cases, system="l4-no-art")
+        sram = time_cases("cortex-m4", cases, system="l4-sram-weights")
     finally:
-        del systems.SYSTEMS[slow.name]
-    for c, i in zip(cold, ideal, strict=True):
-        assert c.by_component["ifetch_ws"] > 0
-        assert c.cycles - c.by_component["ifetch_ws"] == i.cycles
+        for name in variants:
+            del systems.SYSTEMS[name]
+    for i, a, c, s in zip(ideal, art, no_art, sram, strict=True):
+        assert a.by_component["ifetch_ws"] == 0 and a.by_component["data_ws"] > 0
+        assert a.by_component["data_ws"] % l4.flash_wait_states == 0
+        assert a.cycles - a.by_component["data_ws"] == i.cycles
+        assert c.by_component["ifetch_ws"] > 0 and c.by_component["data_ws"] == a.by_component["data_ws"]
+        assert c.cycles - c.by_component["ifetch_ws"] - c.by_component["data_ws"] == i.cycles
+        assert s.cycles == i.cycles and s.by_component["data_ws"] == 0
 
 
 def test_system_of_another_core_is_an_error(timing: None) -> None:
