@@ -20,7 +20,7 @@ from isa_models.cores import CORE_MODELS, get_core_model
 from isa_models.errors import UnknownNameError
 from isa_models.systems import SYSTEMS, get_system
 from refsim.qemu import build
-from refsim.qemu.blocks import Insn, kind_of, memory_cycles
+from refsim.qemu.blocks import Insn, kind_of, listing_of, memory_cycles
 from refsim.qemu.cores import get_core
 from refsim.qemu.counting import count_instructions, find_host_cc
 from refsim.qemu.errors import QemuError, ToolchainMissingError
@@ -217,13 +217,13 @@ LOOPS = {
 }
 
 
-def _build(core_name: str, body: str, directory: Path) -> Path:
+def _build(core_name: str, body: str, directory: Path, *, source: str = LOOP_S) -> Path:
     """The loop on the board's startup (built for the board's own core, as for the M0+ harness)."""
     core = qemu_core_for(get_core_model(core_name))
     board = get_core(core.name)
     gcc = str(find_toolchain().gcc)
     (directory / "main.c").write_text(MAIN_C)
-    (directory / "loop.S").write_text(LOOP_S.replace("BODY", body))
+    (directory / "loop.S").write_text(source.replace("BODY", body))
     script = directory / "link.ld"
     template = build.KERNELS_C / build.LINKER_TEMPLATE
     subprocess.run(
@@ -246,6 +246,20 @@ def _build(core_name: str, body: str, directory: Path) -> Path:
     )
     assert done.returncode == 0, done.stderr
     return elf
+
+
+# The same M4 loop aligned so that its target, now the 32-bit LDR.W, sits at 2 mod 4: each taken
+# branch refills one cycle more (P = 3, TRM "depending on the alignment and width of the target").
+LOOPS_UNALIGNED = LOOP_V7M.replace("MAC", "smlad").replace("1:  ldr r2, [r0]", "1:  ldr.w r2, [r0]")
+
+
+def test_unaligned_32_bit_branch_target_refills_one_more(tmp_path: Path, timing: None) -> None:
+    source = LOOP_S.replace("rs_timed_loop:\n", "    .p2align 2\nrs_timed_loop:\n", 1)
+    elf = _build("cortex-m4", LOOPS_UNALIGNED, tmp_path, source=source)
+    target = next(a for a, i in listing_of(get_core("cortex-m4"), elf).items() if i.mnemonic == "ldr.w")
+    assert target % 4 == 2
+    calls = time_elf("cortex-m4", elf)
+    assert [c["cycles"] for c in calls] == [18 * n + 4 for n in LENGTHS]
 
 
 @pytest.mark.parametrize("core", list(LOOPS))
@@ -336,3 +350,35 @@ def test_count_cycles_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], ti
     assert main([*args, "--count-cycles", str(out), "--system", "nope"]) == 2
     err = capsys.readouterr().err.strip()
     assert "system must be one of" in err and "\n" not in err
+
+
+def test_count_cycles_of_a_kernels_dir_library(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, timing: None
+) -> None:
+    """--kernels-dir: a stand-in library (kernels_c's sources laid out like CMSIS-NN) is timed on
+    its own build; the instructions agree with --count-instructions of the same run."""
+    import shutil
+
+    from refsim.cli import main
+
+    monkeypatch.setenv("REFSIM_CACHE", str(tmp_path / "cache"))
+    library = tmp_path / "lib"
+    shutil.copytree(build.KERNELS_C / "include", library / "Include")
+    shutil.copytree(build.KERNELS_C / "src", library / "Source")
+    counts, cycles = tmp_path / "counts.json", tmp_path / "cycles.json"
+    args = [
+        "conformance",
+        "--cpu",
+        "cortex-m4",
+        "--kernels-dir",
+        str(library),
+        "--kernel",
+        "arm_fully_connected_s8",
+    ]
+    assert (
+        main([*args, "--cases", "2", "--count-instructions", str(counts), "--count-cycles", str(cycles)]) == 0
+    )
+    timed, counted = json.loads(cycles.read_text()), json.loads(counts.read_text())
+    assert timed["library"] == str(library) and timed["core"] == "cortex-m4"
+    assert [r["instructions"] for r in timed["records"]] == [r["instructions"] for r in counted["records"]]
+    assert all(r["cycles"] > r["instructions"] for r in timed["records"])
