@@ -58,6 +58,7 @@ from refsim.qemu.counting import (
     _call_count,
     _runs_kernel,
     build_plugin,
+    classify,
     disassemble,
     macs_of,
     plugin_arguments,
@@ -71,6 +72,7 @@ COMPONENTS: tuple[str, ...] = (
     "issue",
     "load_store",
     "multiply",
+    "mve_overlap",
     "branch",
     "branch_refill",
     "unparsed",
@@ -283,7 +285,7 @@ class BlockCost:
 
 
 def _static_cost(insns: Sequence[bl.Insn], spans: Sequence[int | None], model: CoreModel) -> dict[str, int]:
-    parts = dict.fromkeys(("issue", "load_store", "multiply", "branch", "unparsed"), 0)
+    parts = dict.fromkeys(("issue", "load_store", "multiply", "mve_overlap", "branch", "unparsed"), 0)
     trm = bl.memory_cycles(insns, model)
     mca_index = 0
     for insn, memory in zip(insns, trm, strict=True):
@@ -315,7 +317,29 @@ def _static_cost(insns: Sequence[bl.Insn], spans: Sequence[int | None], model: C
             parts["load_store"] += memory - span_used
         elif kind == "mla" and model.multiply_accumulate_cycles > max(1, span_used):
             parts["multiply"] += model.multiply_accumulate_cycles - span_used
+    if model.mve_pair_overlap:
+        assert model.mve_beats_per_tick is not None
+        parts["mve_overlap"] = -_mve_overlap(insns, spans, 4 // model.mve_beats_per_tick)
     return parts
+
+
+def _mve_overlap(insns: Sequence[bl.Insn], spans: Sequence[int | None], ticks: int) -> int:
+    """Cycles the beats of adjacent (MVE load/store, MVE compute) pairs overlap. A 128-bit MVE
+    instruction is 4 beats, ``ticks`` = 4 / beats per tick cycles on its pipe; two on different
+    pipes overlap to ``ticks`` together, so a pair llvm-mca spans over ``a + b`` cycles gives
+    back ``max(0, a + b - ticks)`` (pairs taken greedily in order)."""
+    timed = [i for i in insns if bl.mca_text(i) is not None]
+    kinds = [classify(i.mnemonic, i.operands, mve=True) for i in timed]
+    overlap, k = 0, 0
+    while k + 1 < len(timed):
+        pair = {kinds[k], kinds[k + 1]}
+        a, b = spans[k], spans[k + 1]
+        if "mve_load_store" in pair and pair & {"mve_mac", "mve_other"} and a is not None and b is not None:
+            overlap += max(0, a + b - ticks)
+            k += 2
+        else:
+            k += 1
+    return overlap
 
 
 def _refill_out(last: bl.Insn, model: CoreModel) -> int:

@@ -124,10 +124,25 @@ def test_m0plus_is_timed_by_its_trm_table() -> None:
         "issue": 3,
         "load_store": 2,
         "multiply": 0,
+        "mve_overlap": 0,
         "branch": 1,
         "unparsed": 0,
     }
     assert cost.per_jump_out == 1
+
+
+def test_m85_gets_the_mve_beat_overlap_its_llvm_model_lacks(timing: None) -> None:
+    """VLDRB next to an independent VMLADAVA: llvm-mca's M55 model overlaps their beats (2 cycles
+    for the pair), its M85 model serializes them (4); the M85's mve_overlap gives back 2."""
+    listing = {
+        0x1000: Insn(0x1000, 4, "vldrb.u8", "q0, [r0], #16"),
+        0x1004: Insn(0x1004, 4, "vmladava.s8", "r2, q2, q1"),
+    }
+    key = (0x1000, 2, 8)
+    m55 = time_blocks(get_core_model("cortex-m55"), listing, [key])[key].per_execution
+    m85 = time_blocks(get_core_model("cortex-m85"), listing, [key])[key].per_execution
+    assert (m55["issue"], m55["mve_overlap"]) == (2, 0)
+    assert (m85["issue"], m85["mve_overlap"]) == (4, -2)
 
 
 # --- hand-written loops under QEMU ---------------------------------------------------------------
