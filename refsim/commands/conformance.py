@@ -195,6 +195,8 @@ def _run_c_kernels(
             cpu = timing_cli.qemu_cpu_for(cpu)
     with console.status("building the harness"):
         target = qc.resolve_target(isa, cpu, kernels_dir)
+        if count_cycles is not None:
+            target = timing_cli.timed_target(target, timed_cpu)
     tier = "public functions" if target.variant == "default" else f"{target.variant} variants"
     _say(f"{target.library_name} on {target.core.name} ({target.core.machine}): --isa {target.isa}, {tier}")
     if vectors is not None:
