@@ -186,7 +186,9 @@ def _run_c_kernels(
         from isa_models.systems import get_system
 
         if system is not None:
-            get_system(system)
+            preset = get_system(system)
+            if cpu is not None and preset.core != get_core_model(cpu).name:
+                raise typer.BadParameter(f"--system {system} is a {preset.core} system; --cpu is {cpu}")
         if cpu is not None:
             get_core_model(cpu)
             cpu = timing_cli.qemu_cpu_for(cpu)

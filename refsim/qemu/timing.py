@@ -318,8 +318,9 @@ def _static_cost(insns: Sequence[bl.Insn], spans: Sequence[int | None], model: C
         elif kind == "mla" and model.multiply_accumulate_cycles > max(1, span_used):
             parts["multiply"] += model.multiply_accumulate_cycles - span_used
     if model.mve_pair_overlap:
-        assert model.mve_beats_per_tick is not None
-        parts["mve_overlap"] = -_mve_overlap(insns, spans, 4 // model.mve_beats_per_tick)
+        assert model.mve_beats_per_tick is not None and model.mve_beats_per_instruction is not None
+        ticks = model.mve_beats_per_instruction // model.mve_beats_per_tick
+        parts["mve_overlap"] = -_mve_overlap(insns, spans, ticks)
     return parts
 
 
