@@ -79,12 +79,16 @@ def _binutil(name: str) -> str | None:
 def _run(tool: str, *args: str) -> str:
     done = subprocess.run([tool, *args], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise KernelCodeError(f"kernel code: {Path(tool).name} {' '.join(args)} failed: {done.stderr.strip()}")
+        raise KernelCodeError(
+            f"kernel code: {Path(tool).name} {' '.join(args)} failed: {done.stderr.strip()}"
+        )
     return done.stdout
 
 
 _FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
-_BRANCH = re.compile(r"\s(?:b|bl|b\.w|bl\.w|blx|b\.n|cbz|cbnz|b[a-z]{2}(?:\.[nw])?)\s+(?:r\d+,\s*)?[0-9a-f]+ <([^+>]+)")
+_BRANCH = re.compile(
+    r"\s(?:b|bl|b\.w|bl\.w|blx|b\.n|cbz|cbnz|b[a-z]{2}(?:\.[nw])?)\s+(?:r\d+,\s*)?[0-9a-f]+ <([^+>]+)"
+)
 _WORD = re.compile(r"\s\.word\s+0x([0-9a-f]+)")
 
 
@@ -111,7 +115,9 @@ class CodeGraph:
 def elf_graph(elf: Path) -> CodeGraph:
     nm, objdump = _binutil("nm"), _binutil("objdump")
     if nm is None or objdump is None:
-        raise KernelCodeError("kernel code: arm-none-eabi-nm/objdump not found (install binutils-arm-none-eabi)")
+        raise KernelCodeError(
+            "kernel code: arm-none-eabi-nm/objdump not found (install binutils-arm-none-eabi)"
+        )
     sizes: dict[str, int] = {}
     starts: dict[int, str] = {}
     for line in _run(nm, "-S", "--defined-only", str(elf)).splitlines():
@@ -185,7 +191,12 @@ def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None =
         lines.append(Line("flash", name, 0, "no operator of this program calls CMSIS-NN"))
     elif _binutil("nm") is None or _binutil("objdump") is None or shutil.which("arm-none-eabi-gcc") is None:
         lines.append(
-            Line("flash", name, None, "not measured: arm-none-eabi tools missing (apt-get install gcc-arm-none-eabi)")
+            Line(
+                "flash",
+                name,
+                None,
+                "not measured: arm-none-eabi tools missing (apt-get install gcc-arm-none-eabi)",
+            )
         )
     elif kernels_dir is not None:
         nbytes, what = _library_code(kernels_dir, entries)
@@ -197,7 +208,9 @@ def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None =
         graph = elf_graph(harness.elf)
         missing = [e for e in entries if e not in graph.sizes]
         if missing:
-            raise KernelCodeError(f"kernel code: {', '.join(missing)} not in the kernels_c harness for {core}")
+            raise KernelCodeError(
+                f"kernel code: {', '.join(missing)} not in the kernels_c harness for {core}"
+            )
         reached = graph.closure(entries)
         lines.append(
             Line(
@@ -247,7 +260,13 @@ def flash_lines(
 ) -> list[Line]:
     lines = [
         Line("flash", "program (.pte)", pte_bytes, "file size; read in place by the runtime"),
-        Line("flash", "constant segment", constant_bytes, "weights, biases, multipliers", part_of="program (.pte)"),
+        Line(
+            "flash",
+            "constant segment",
+            constant_bytes,
+            "weights, biases, multipliers",
+            part_of="program (.pte)",
+        ),
     ]
     lines += kernel_code_lines(op_names, core, kernels_dir)
     lines.append(Line("flash", "ExecuTorch runtime core", RUNTIME.bytes, RUNTIME.source))

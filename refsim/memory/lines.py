@@ -25,7 +25,9 @@ class Line:
 
 def total(lines: list[Line], section: str) -> int:
     """Sum of the top-level lines of ``section`` that have a number."""
-    return sum(ln.bytes for ln in lines if ln.section == section and ln.part_of is None and ln.bytes is not None)
+    return sum(
+        ln.bytes for ln in lines if ln.section == section and ln.part_of is None and ln.bytes is not None
+    )
 
 
 def unmeasured(lines: list[Line], section: str) -> list[str]:

@@ -189,7 +189,9 @@ def _io_outside_arenas(plan: m.ExecutionPlan) -> int:
     return sum(plan.values[i].nbytes for i in unplanned)
 
 
-def ram_lines(plan: m.ExecutionPlan, scratch_values: set[int], sizes: RuntimeSizes | None = None) -> list[Line]:
+def ram_lines(
+    plan: m.ExecutionPlan, scratch_values: set[int], sizes: RuntimeSizes | None = None
+) -> list[Line]:
     """The RAM budget of one method; ``scratch_values`` index the ops' CMSIS-NN scratch tensors."""
     s = sizes or runtime_sizes()
     lines: list[Line] = []
@@ -209,7 +211,13 @@ def ram_lines(plan: m.ExecutionPlan, scratch_values: set[int], sizes: RuntimeSiz
         )
     )
     lines.append(
-        Line("ram", "planned inputs/outputs", planned_bytes(plan, io), "distinct arena bytes of I/O tensors", part_of=arena)
+        Line(
+            "ram",
+            "planned inputs/outputs",
+            planned_bytes(plan, io),
+            "distinct arena bytes of I/O tensors",
+            part_of=arena,
+        )
     )
     pools = method_pools(plan, s)
     lines.append(Line("ram", "ExecuTorch method allocator", pools.method_pool, f"{METHOD_CPP} × {s.source}"))
@@ -217,7 +225,12 @@ def ram_lines(plan: m.ExecutionPlan, scratch_values: set[int], sizes: RuntimeSiz
         lines.append(Line("ram", category, nbytes, "", part_of="ExecuTorch method allocator"))
     if pools.delegates:
         lines.append(
-            Line("ram", "delegate init allocations", None, "backend-specific (BackendInterface::init), not counted")
+            Line(
+                "ram",
+                "delegate init allocations",
+                None,
+                "backend-specific (BackendInterface::init), not counted",
+            )
         )
     lines.append(
         Line(

@@ -65,7 +65,9 @@ class RuntimeSizes:
     @property
     def source(self) -> str:
         p = self.provenance
-        return f"sizeof probe, executorch {p['executorch']}, {p['compiler']}"
+        executorch = str(p.get("executorch", "?")).split(" ")[0]
+        compiler = str(p.get("compiler", "?")).split(" ")[-2:]
+        return f"sizeof probe: executorch {executorch} headers, arm-none-eabi-g++ {compiler[0]}"
 
 
 class SizesError(RefsimError):
