@@ -24,7 +24,7 @@ def inspect(
     ] = False,
     cpu: Annotated[
         str, typer.Option("--cpu", help="Core for --memory's kernel code (cortex-m55, cortex-m4, ...).")
-    ] = ("cortex-m55"),
+    ] = "cortex-m55",
     kernels_dir: Annotated[
         Path | None,
         typer.Option("--kernels-dir", help="A kernel library (*.a/*.o) to measure instead of kernels_c."),

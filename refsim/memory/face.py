@@ -28,7 +28,7 @@ def add_memory(report: dict, program: Program, model: Path, cpu: str, kernels_di
 
 def plot_methods(report: dict, program: Program, out: Path) -> list[Path]:
     """One PNG per runnable method (``out`` itself for ``forward`` or a single method)."""
-    from refsim.memory.plot import plot_memory  # noqa: PLC0415  (imports matplotlib)
+    from refsim.memory.plot import plot_memory  # imports matplotlib
 
     if out.suffix.lower() != ".png":
         raise MemoryFaceError(f"memory: --plot-memory wants a .png file name, got {out}")

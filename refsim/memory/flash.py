@@ -152,6 +152,9 @@ def _library_code(directory: Path, entries: list[str]) -> tuple[int, str]:
     files = sorted([*directory.glob("*.a"), *directory.glob("*.o")])
     if not files:
         raise KernelCodeError(f"kernel code: --kernels-dir {directory} holds no *.a or *.o")
+    size = _binutil("size")
+    if size is None:
+        raise KernelCodeError("kernel code: arm-none-eabi-size not found (install binutils-arm-none-eabi)")
     defines: dict[str, str] = {}
     needs: dict[str, set[str]] = {}
     text: dict[str, int] = {}
@@ -161,12 +164,16 @@ def _library_code(directory: Path, entries: list[str]) -> tuple[int, str]:
             parts = rest.split()
             if len(parts) == 2 and parts[0] == "U":
                 needs.setdefault(where, set()).add(parts[1])
-            elif len(parts) == 4:
-                member_size = int(parts[1], 16)
-                if parts[2] in "tT":
-                    text[where] = text.get(where, 0) + member_size
-                if parts[2].isupper():
-                    defines.setdefault(parts[3], where)
+            elif len(parts) == 4 and parts[2].isupper() and parts[2] not in "UNW":
+                defines.setdefault(parts[3], where)
+        # Code = every .text* section of the member (function sections and their padding).
+        member = None
+        for line in _run(size, "-A", str(f)).splitlines():
+            if line.endswith(":") and not line.startswith("."):
+                name = line.split()[0]
+                member = f"{f}:{name}" if f.suffix == ".a" else str(f)
+            elif member and line.startswith(".text"):
+                text[member] = text.get(member, 0) + int(line.split()[1])
     pulled: set[str] = set()
     todo = [defines[e] for e in entries if e in defines]
     missing = [e for e in entries if e not in defines]
@@ -202,7 +209,7 @@ def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None =
         nbytes, what = _library_code(kernels_dir, entries)
         lines.append(Line("flash", name, nbytes, f"--kernels-dir: text of {what} for {', '.join(entries)}"))
     else:
-        from refsim.qemu.build import build_harness  # noqa: PLC0415  (builds on first use)
+        from refsim.qemu.build import build_harness  # builds on first use
 
         harness = build_harness(core)
         graph = elf_graph(harness.elf)

@@ -63,11 +63,11 @@ def plot_memory(
     plan: m.ExecutionPlan, placements: list[Placement], scratch: set[int], out: Path, title: str
 ) -> None:
     """Write the PNG. matplotlib with the Agg backend (no display needed)."""
-    import matplotlib  # noqa: PLC0415  (only this face needs it)
+    import matplotlib  # only this face needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-    from matplotlib.patches import Patch, Rectangle  # noqa: PLC0415
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch, Rectangle
 
     arenas = [k for k, size in enumerate(plan.non_const_buffer_sizes) if k > 0 and size > 0]
     steps = sum(len(c.instructions) for c in plan.chains)

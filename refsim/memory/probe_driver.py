@@ -71,7 +71,7 @@ def executorch_include() -> Path:
 
 def executorch_version() -> str:
     try:
-        from executorch.version import __version__, git_version  # noqa: PLC0415
+        from executorch.version import __version__, git_version
     except ImportError:
         return "unknown"
     return f"{__version__} ({git_version})"
