@@ -8,6 +8,8 @@ PY     := $(VENV)/bin/python
 # flatbuffers-compiler gives flatc, which cross-checks our .pte schema in the tests.
 # gcc (host) builds the QEMU instruction-counting plugin.
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm flatbuffers-compiler gcc
+# C++ headers for arm-none-eabi-g++: the sizeof probe of refsim/memory (tests/interop/test_sizeof.py).
+APT_PACKAGES += libstdc++-arm-none-eabi-newlib
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_WORKERS ?= 2
 

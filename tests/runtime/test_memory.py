@@ -256,3 +256,19 @@ def test_inspect_memory_bad_arguments_are_one_line(capsys, argv, fragment):
     assert code == 2
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and fragment in lines[0]
+
+
+def test_kernel_code_when_the_harness_cannot_build(monkeypatch):
+    import refsim.qemu.build as build
+    from refsim.qemu.errors import ToolchainMissingError
+
+    def fail(core):
+        raise ToolchainMissingError(
+            "kernels_c: arm-none-eabi-gcc has no newlib", package="libnewlib-arm-none-eabi"
+        )
+
+    monkeypatch.setattr(flash_mod, "_binutil", lambda name: f"/usr/bin/arm-none-eabi-{name}")
+    monkeypatch.setattr(flash_mod.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(build, "build_harness", fail)
+    (line,) = kernel_code_lines(["cortex_m::softmax.out"], "cortex-m4")
+    assert line.bytes is None and "no newlib" in line.source
