@@ -205,7 +205,7 @@ def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None =
                 "not measured: arm-none-eabi tools missing (apt-get install gcc-arm-none-eabi)",
             )
         )
-    elif kernels_dir is not None:
+    elif kernels_dir is not None and not (kernels_dir / "Source").is_dir():
         nbytes, what = _library_code(kernels_dir, entries)
         lines.append(Line("flash", name, nbytes, f"--kernels-dir: text of {what} for {', '.join(entries)}"))
     else:
@@ -213,29 +213,34 @@ def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None =
         from refsim.qemu.errors import QemuError
 
         try:
-            harness = build_harness(core)
+            if kernels_dir is None:
+                harness, built = build_harness(core), f"kernels_c for {core}"
+            else:
+                from refsim.qemu.conformance import build_library_harness
+
+                harness, _ = build_library_harness(core, kernels_dir)
+                built = f"--kernels-dir {kernels_dir} built for {core}"
         except QemuError as error:
             first = str(error).splitlines()[0]
-            lines.append(Line("flash", name, None, f"not measured: kernels_c harness for {core}: {first}"))
+            what = "kernels_c" if kernels_dir is None else f"--kernels-dir {kernels_dir}"
+            lines.append(Line("flash", name, None, f"not measured: {what} for {core} did not build: {first}"))
             return lines
         graph = elf_graph(harness.elf)
         missing = [e for e in entries if e not in graph.sizes]
         if missing:
-            raise KernelCodeError(
-                f"kernel code: {', '.join(missing)} not in the kernels_c harness for {core}"
-            )
+            raise KernelCodeError(f"kernel code: {', '.join(missing)} not defined by {built}")
         reached = graph.closure(entries)
         lines.append(
             Line(
                 "flash",
                 name,
                 sum(graph.sizes[f] for f in reached),
-                f"kernels_c for {core} (-O2, nm -S + objdump call graph): {len(reached)} functions "
+                f"{built} (-O2, nm -S + objdump call graph): {len(reached)} functions "
                 f"reached from {', '.join(entries)}",
             )
         )
-        tiers = {"cortex-m55": ("_scalar", "_dsp"), "cortex-m85": ("_scalar", "_dsp")}.get(core, ("_scalar",))
-        lower = [f for f in reached if any(t in f for t in tiers) and harness.core.tier != "scalar"]
+        poorer = harness.core.tiers[:-1]
+        lower = [f for f in reached if kernels_dir is None and any(f.endswith(f"_{t}") for t in poorer)]
         lines.append(
             Line(
                 "flash",
