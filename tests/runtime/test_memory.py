@@ -6,6 +6,7 @@ committed 32-bit sizes; the live-bytes line against compiler.planner's independe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -272,3 +273,26 @@ def test_kernel_code_when_the_harness_cannot_build(monkeypatch):
     monkeypatch.setattr(build, "build_harness", fail)
     (line,) = kernel_code_lines(["cortex_m::softmax.out"], "cortex-m4")
     assert line.bytes is None and "no newlib" in line.source
+
+
+def test_external_constants_are_refused_by_name():
+    from refsim.errors import UnsupportedError
+
+    external = dataclasses.replace(
+        _tensor([4]), data_buffer_idx=0, extra=m.ExtraTensorInfo(location=m.TensorDataLocation.EXTERNAL)
+    )
+    plan = _plan([_tensor([4], 0), _tensor([4], 16), external], [])
+    with pytest.raises(UnsupportedError, match=r"values\[2\] is an external"):
+        method_pools(plan)
+
+
+def test_delegates_are_named_as_not_counted():
+    plan = dataclasses.replace(
+        _plan([_tensor([4], 0), _tensor([4], 16)], [m.DelegateCall(delegate_index=0, args=(0, 1))]),
+        delegates=(m.BackendDelegate(id="EthosUBackend", location=m.DataLocation.SEGMENT, index=0),),
+    )
+    pools = method_pools(plan)
+    assert pools.by_category["backend delegates"] == S.BackendDelegate.size
+    assert pools.by_category["kernel-call argument lists"] == 2 * S.EValue_ptr.size
+    lines = {ln.name: ln for ln in ram_lines(plan, set())}
+    assert lines["delegate init allocations"].bytes is None
