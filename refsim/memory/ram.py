@@ -26,9 +26,11 @@ on a bump allocator that pads every request to ``alignof(T)`` exactly as
 Operator resolution (resolve_operator) puts ``n_args × TensorMeta`` plus one dim_order array per
 tensor argument in the temp allocator, when the temp pool holds at least
 ``n_args × (sizeof(TensorMeta) + kTensorDimensionLimit × sizeof(DimOrderType))`` — the temp-pool
-line is that threshold's maximum over the kernel calls (reset after each). With a smaller or
-no temp pool the runtime falls back to the method pool, which then grows by the sum of those
-metadata arrays (the ``fallback`` detail line). The cortex_m kernels allocate nothing at run time
+line is that threshold's maximum over the kernel calls (reset after each). With no temp pool,
+Method::load first puts a zero-capacity PlatformMemoryAllocator in the method pool and every
+call's metadata then stays there; that case is replayed too (the "growth without a temp pool"
+detail line; a temp pool below the threshold of some call falls back the same way for that
+call only). The cortex_m kernels allocate nothing at run time
 (their scratch is memory-planned), so the temp pool is needed only at load.
 """
 
@@ -122,13 +124,18 @@ class MethodPools:
     delegates: int
 
 
-def method_pools(plan: m.ExecutionPlan, sizes: RuntimeSizes | None = None) -> MethodPools:
-    s = sizes or runtime_sizes()
+def _replay(plan: m.ExecutionPlan, s: RuntimeSizes, temp_pool: bool) -> tuple[BumpAllocator, int, int]:
+    """Method::load on the method pool: (pool, temp-pool threshold, temp-pool use).
+
+    Without a temp pool, Method::load first places a PlatformMemoryAllocator (capacity 0) in
+    the method pool, and resolve_operator then falls back to the method pool for its metadata."""
     bump = BumpAllocator()
+    if not temp_pool:
+        bump.take(s.PlatformMemoryAllocator, 1, "operator metadata (no temp pool)")
     _values(bump, s, plan)
     bump.take(s.BackendDelegate, len(plan.delegates), "backend delegates")
     bump.take(s.Chain, len(plan.chains), "instruction chain")
-    threshold = used = fallback = 0
+    threshold = used = 0
     per_dim_limit = s.DimOrderType.size * s.tensor_dimension_limit
     for chain in plan.chains:
         n = len(chain.instructions)
@@ -142,12 +149,20 @@ def method_pools(plan: m.ExecutionPlan, sizes: RuntimeSizes | None = None) -> Me
                 continue
             n_args = len(ins.args)
             threshold = max(threshold, n_args * (s.TensorMeta.size + per_dim_limit))
-            temp = BumpAllocator()
-            temp.take(s.TensorMeta, n_args, "meta")
+            meta = BumpAllocator() if temp_pool else bump  # the temp pool is reset after each call
+            meta.take(s.TensorMeta, n_args, "operator metadata (no temp pool)")
             for dim in _tensor_arg_dims(plan, ins.args):
-                temp.take(s.DimOrderType, dim, "meta")
-            used = max(used, temp.cursor)
-            fallback += temp.cursor + (-temp.cursor % 8)  # upper bound of padding between calls
+                meta.take(s.DimOrderType, dim, "operator metadata (no temp pool)")
+            if temp_pool:
+                used = max(used, meta.cursor)
+    return bump, threshold, used
+
+
+def method_pools(plan: m.ExecutionPlan, sizes: RuntimeSizes | None = None) -> MethodPools:
+    s = sizes or runtime_sizes()
+    bump, threshold, used = _replay(plan, s, temp_pool=True)
+    without, _, _ = _replay(plan, s, temp_pool=False)
+    fallback = without.cursor - bump.cursor
     return MethodPools(
         method_pool=bump.cursor,
         by_category={k: v for k, v in bump.by_category.items() if v},
@@ -254,7 +269,7 @@ def ram_lines(
             "ram",
             "method-pool growth without a temp pool",
             pools.fallback_extra,
-            "the same metadata for every call, kept in the method pool",
+            "replayed with no temp pool: a PlatformMemoryAllocator and every call's metadata in the method pool",
             part_of="ExecuTorch temp allocator",
         )
     )

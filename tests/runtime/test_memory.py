@@ -89,27 +89,41 @@ def test_method_pool_follows_method_cpp_order():
     call = m.KernelCall(op_index=0, args=(0, 2, 6, 1, 1))
     plan = _plan(values, [call])
     # Written out in method.cpp's order: values table, input_set, per value, delegates, chains.
-    c = S.EValue.size * len(values)
-    c = _align(c, S.bool.align) + S.bool.size
-    c = _align(c, S.StridesType.align) + 4 * S.StridesType.size
-    c = _align(c, S.TensorImpl.align) + S.TensorImpl.size
-    c = _align(c, S.StridesType.align) + 2 * S.StridesType.size
-    c = _align(c, S.TensorImpl.align) + S.TensorImpl.size
-    c = _align(c, S.EValue_ptr.align) + 3 * S.EValue_ptr.size
-    c = _align(c, S.int64_t.align) + 3 * S.int64_t.size
-    c = _align(c, S.BoxedEvalueList_int64.align) + S.BoxedEvalueList_int64.size
-    c = _align(c, S.SizesType.align) + 2 * S.SizesType.size  # dynamic: sizes copied
-    c = _align(c, S.DimOrderType.align) + 2 * S.DimOrderType.size  # and dim_order
-    c = _align(c, S.StridesType.align) + 2 * S.StridesType.size
-    c = _align(c, S.TensorImpl.align) + S.TensorImpl.size
-    c = _align(c, S.BackendDelegate.align)  # zero delegates still align
-    c = _align(c, S.Chain.align) + S.Chain.size
-    c = _align(c, S.OpFunction.align) + S.OpFunction.size
-    c = _align(c, S.InstructionArgs.align) + S.InstructionArgs.size
-    c = _align(c, S.EValue_ptr.align) + 5 * S.EValue_ptr.size
+    steps = [
+        (S.EValue, len(values)),
+        (S.bool, 1),
+        (S.StridesType, 4),
+        (S.TensorImpl, 1),
+        (S.StridesType, 2),
+        (S.TensorImpl, 1),
+        (S.EValue_ptr, 3),
+        (S.int64_t, 3),
+        (S.BoxedEvalueList_int64, 1),
+        (S.SizesType, 2),  # dynamic: sizes copied
+        (S.DimOrderType, 2),  # and dim_order
+        (S.StridesType, 2),
+        (S.TensorImpl, 1),
+        (S.BackendDelegate, 0),  # zero delegates still align
+        (S.Chain, 1),
+        (S.OpFunction, 1),
+        (S.InstructionArgs, 1),
+        (S.EValue_ptr, 5),
+    ]
+
+    def fold(seq) -> int:
+        c = 0
+        for layout, count in seq:
+            c = _align(c, layout.align) + layout.size * count
+        return c
+
+    c = fold(steps)
+    # Without a temp pool: a PlatformMemoryAllocator first, the call's metadata last.
+    meta = [(S.TensorMeta, 5), (S.DimOrderType, 4), (S.DimOrderType, 2), (S.DimOrderType, 2)]
+    c_no_temp = fold([(S.PlatformMemoryAllocator, 1), *steps, *meta])
     pools = method_pools(plan)
     assert pools.method_pool == c
     assert sum(pools.by_category.values()) == c
+    assert pools.fallback_extra == c_no_temp - c
     # Temp pool: 5 args, three of them tensors (4-D, 2-D twice).
     assert pools.temp_pool_threshold == 5 * (
         S.TensorMeta.size + S.tensor_dimension_limit * S.DimOrderType.size
