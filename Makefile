@@ -9,6 +9,8 @@ PY     := $(VENV)/bin/python
 # gcc (host) builds the QEMU instruction-counting plugin; llvm-19 gives llvm-mca-19 and llvm-mc-19,
 # which time each executed block for the instruction-timed cycles (--count-cycles).
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm flatbuffers-compiler gcc llvm-19
+# C++ headers for arm-none-eabi-g++: the sizeof probe of refsim/memory (tests/interop/test_sizeof.py).
+APT_PACKAGES += libstdc++-arm-none-eabi-newlib
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_WORKERS ?= 2
 

@@ -19,6 +19,22 @@ def inspect(
     model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     isa: Annotated[str, typer.Option("--isa", help="Tier whose CMSIS-NN kernel choice to show.")] = "mve",
+    memory: Annotated[
+        bool, typer.Option("--memory", help="Whole-device RAM and flash on the 32-bit target, line by line.")
+    ] = False,
+    cpu: Annotated[
+        str, typer.Option("--cpu", help="Core for --memory's kernel code (cortex-m55, cortex-m4, ...).")
+    ] = "cortex-m55",
+    kernels_dir: Annotated[
+        Path | None,
+        typer.Option("--kernels-dir", help="A kernel library (*.a/*.o) to measure instead of kernels_c."),
+    ] = None,
+    json_file: Annotated[
+        Path | None, typer.Option("--json-out", help="Also write the JSON report to FILE.")
+    ] = None,
+    plot_memory: Annotated[
+        Path | None, typer.Option("--plot-memory", help="Draw the arena as a timeline into FILE.png.")
+    ] = None,
 ) -> None:
     """Methods, operators, kernel coverage, constants, arenas, memory plan and I/O quantization."""
     from refsim.runtime import Program
@@ -80,10 +96,25 @@ def inspect(
             ],
         )
         report["methods"].append(entry)
+    if memory or plot_memory is not None:
+        from refsim.memory.face import add_memory, plot_methods
+
+        if memory:
+            add_memory(report, program, model, cpu, kernels_dir)
+        if plot_memory is not None:
+            report["memory_plots"] = [str(p) for p in plot_methods(report, program, plot_memory)]
+    if json_file is not None:
+        json_file.write_text(json.dumps(report, indent=2) + "\n")
     if json_out:
         print(json.dumps(report, indent=2))
         return
     _print(report, isa)
+    if memory:
+        from refsim.memory.face import print_memory
+
+        print_memory(report, console)
+    for path in report.get("memory_plots", []):
+        console.print(f"memory plot: {path}")
 
 
 def _quant(q) -> dict | None:

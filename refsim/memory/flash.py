@@ -1,0 +1,291 @@
+"""Flash of one program on a Cortex-M build: program file, kernel code, runtime.
+
+- **program**: the .pte bytes (the runtime reads it in place, e.g. with a BufferDataLoader over
+  flash), with its constant segment as a detail line.
+- **kernel code**: the code of the CMSIS-NN functions the program's operators call, closed over
+  everything they call. Entry functions per operator are the ones ExecuTorch's cortex_m kernels
+  call (``backends/cortex_m/ops/op_*.cpp``, pytorch/executorch main @ cff6f4dd32; size queries
+  only under CORTEX_M_ENABLE_RUNTIME_CHECKS are left out). Measured on kernels_c's harness ELF for
+  the core (refsim.qemu.build, ``-O2 -ffunction-sections --gc-sections``): per-function sizes
+  from ``arm-none-eabi-nm -S``, the call graph from ``arm-none-eabi-objdump -d`` (branches and
+  literal-pool words that point at a function). With ``--kernels-dir`` the same closure runs over
+  a user's library (``*.a``/``*.o``), by archive member as the linker pulls them in.
+  ExecuTorch's own operator glue (and its portable ops) is not kernels_c code: named, unmeasured.
+- **runtime**: ExecuTorch's published size of its runtime core for bare-metal Arm, see RUNTIME.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from refsim.errors import RefsimError
+from refsim.memory.lines import Line
+
+#: CMSIS-NN functions each cortex_m operator calls at run time (op_*.cpp @ cff6f4dd32).
+CMSIS_ENTRIES: dict[str, tuple[str, ...]] = {
+    "cortex_m::quantized_conv2d": ("arm_convolve_wrapper_s8",),
+    "cortex_m::quantized_conv2d_nhwc": ("arm_convolve_wrapper_s8",),
+    "cortex_m::quantized_depthwise_conv2d": ("arm_depthwise_conv_wrapper_s8",),
+    "cortex_m::quantized_depthwise_conv2d_nhwc": ("arm_depthwise_conv_wrapper_s8",),
+    "cortex_m::quantized_transpose_conv2d": ("arm_transpose_conv_wrapper_s8",),
+    "cortex_m::quantized_transpose_conv2d_nhwc": ("arm_transpose_conv_wrapper_s8",),
+    "cortex_m::quantized_linear": ("arm_fully_connected_s8",),
+    "cortex_m::quantized_batch_matmul": ("arm_batch_matmul_s8",),
+    "cortex_m::quantized_avg_pool2d": ("arm_avgpool_s8",),
+    "cortex_m::quantized_avg_pool2d_nhwc": ("arm_avgpool_s8",),
+    "cortex_m::quantized_max_pool2d": ("arm_max_pool_s8",),
+    "cortex_m::quantized_max_pool2d_nhwc": ("arm_max_pool_s8",),
+    "cortex_m::quantized_add": ("arm_elementwise_add_s8",),
+    "cortex_m::quantized_mul": ("arm_elementwise_mul_s8",),
+    "cortex_m::softmax": ("arm_softmax_s8",),
+    "cortex_m::pad": ("arm_pad_s8",),
+    "cortex_m::transpose": ("arm_transpose_s8",),
+    "cortex_m::maximum": ("arm_maximum_s8",),
+    "cortex_m::minimum": ("arm_minimum_s8",),
+}
+
+
+@dataclass(frozen=True)
+class RuntimeBasis:
+    """A published flash size of ExecuTorch's runtime core (no operators) for bare-metal Arm."""
+
+    bytes: int
+    source: str
+
+
+#: ExecuTorch CI's Cortex-M size test: test/build_size_test.sh with arm-none-eabi-gcc,
+#: EXECUTORCH_BUILD_ARM_BAREMETAL; the stripped size_test ELF (runtime core, no operators).
+RUNTIME = RuntimeBasis(
+    115_868,
+    "published: ExecuTorch CI size test, bare-metal arm-none-eabi GCC 15.2 baseline 115,868 B "
+    "(stripped size_test ELF, runtime without operators; .github/workflows/pull.yml @ cff6f4dd32, "
+    "threshold 118,000 B)",
+)
+
+
+class KernelCodeError(RefsimError):
+    """The kernel library could not be read (names the file or tool)."""
+
+
+def _binutil(name: str) -> str | None:
+    return shutil.which(f"arm-none-eabi-{name}")
+
+
+def _run(tool: str, *args: str) -> str:
+    done = subprocess.run([tool, *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise KernelCodeError(
+            f"kernel code: {Path(tool).name} {' '.join(args)} failed: {done.stderr.strip()}"
+        )
+    return done.stdout
+
+
+_FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
+_BRANCH = re.compile(
+    r"\s(?:b|bl|b\.w|bl\.w|blx|b\.n|cbz|cbnz|b[a-z]{2}(?:\.[nw])?)\s+(?:r\d+,\s*)?[0-9a-f]+ <([^+>]+)"
+)
+_WORD = re.compile(r"\s\.word\s+0x([0-9a-f]+)")
+
+
+@dataclass(frozen=True)
+class CodeGraph:
+    """Function sizes and direct references of one linked ELF."""
+
+    sizes: dict[str, int]
+    calls: dict[str, frozenset[str]]
+
+    def closure(self, entries: list[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = [e for e in entries if e in self.sizes]
+        while todo:
+            f = todo.pop()
+            if f in seen:
+                continue
+            seen.add(f)
+            todo.extend(self.calls.get(f, ()))
+        return seen
+
+
+@functools.cache
+def elf_graph(elf: Path) -> CodeGraph:
+    nm, objdump = _binutil("nm"), _binutil("objdump")
+    if nm is None or objdump is None:
+        raise KernelCodeError(
+            "kernel code: arm-none-eabi-nm/objdump not found (install binutils-arm-none-eabi)"
+        )
+    sizes: dict[str, int] = {}
+    starts: dict[int, str] = {}
+    for line in _run(nm, "-S", "--defined-only", str(elf)).splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW":
+            sizes[parts[3]] = int(parts[1], 16)
+            starts[int(parts[0], 16) & ~1] = parts[3]
+    calls: dict[str, set[str]] = {}
+    current: str | None = None
+    for line in _run(objdump, "-d", str(elf)).splitlines():
+        head = _FUNC.match(line)
+        if head:
+            current = head.group(2)
+            calls.setdefault(current, set())
+            continue
+        if current is None:
+            continue
+        branch = _BRANCH.search(line)
+        if branch and branch.group(1) != current:
+            calls[current].add(branch.group(1))
+        word = _WORD.search(line)
+        if word and (target := starts.get(int(word.group(1), 16) & ~1)) and target != current:
+            calls[current].add(target)
+    return CodeGraph(sizes, {k: frozenset(v) for k, v in calls.items()})
+
+
+def _library_code(directory: Path, entries: list[str]) -> tuple[int, str]:
+    """Text bytes of the archive members / objects a linker pulls in for ``entries``."""
+    nm = _binutil("nm")
+    if nm is None:
+        raise KernelCodeError("kernel code: arm-none-eabi-nm not found (install binutils-arm-none-eabi)")
+    files = sorted([*directory.glob("*.a"), *directory.glob("*.o")])
+    if not files:
+        raise KernelCodeError(f"kernel code: --kernels-dir {directory} holds no *.a or *.o")
+    size = _binutil("size")
+    if size is None:
+        raise KernelCodeError("kernel code: arm-none-eabi-size not found (install binutils-arm-none-eabi)")
+    defines: dict[str, str] = {}
+    needs: dict[str, set[str]] = {}
+    text: dict[str, int] = {}
+    for f in files:
+        for line in _run(nm, "-A", "-S", str(f)).splitlines():
+            where, _, rest = line.rpartition(":")
+            parts = rest.split()
+            if len(parts) == 2 and parts[0] == "U":
+                needs.setdefault(where, set()).add(parts[1])
+            elif len(parts) == 4 and parts[2].isupper() and parts[2] not in "UNW":
+                defines.setdefault(parts[3], where)
+        # Code = every .text* section of the member (function sections and their padding).
+        member = None
+        for line in _run(size, "-A", str(f)).splitlines():
+            if line.endswith(":") and not line.startswith("."):
+                name = line.split()[0]
+                member = f"{f}:{name}" if f.suffix == ".a" else str(f)
+            elif member and line.startswith(".text"):
+                text[member] = text.get(member, 0) + int(line.split()[1])
+    pulled: set[str] = set()
+    todo = [defines[e] for e in entries if e in defines]
+    missing = [e for e in entries if e not in defines]
+    while todo:
+        member = todo.pop()
+        if member in pulled:
+            continue
+        pulled.add(member)
+        todo.extend(defines[s] for s in needs.get(member, ()) if s in defines)
+    note = f"; not defined there: {', '.join(missing)}" if missing else ""
+    return sum(text.get(mbr, 0) for mbr in pulled), f"{len(pulled)} members of {directory}{note}"
+
+
+def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None = None) -> list[Line]:
+    """Kernel-code lines for the operators ``op_names`` (qualified, with overload) on ``core``."""
+    base = sorted({n.rsplit(".", 1)[0] for n in op_names})
+    entries = sorted({e for n in base for e in CMSIS_ENTRIES.get(n, ())})
+    glue = [n for n in base if n not in CMSIS_ENTRIES]
+    lines: list[Line] = []
+    name = "CMSIS-NN kernel code"
+    if not entries:
+        lines.append(Line("flash", name, 0, "no operator of this program calls CMSIS-NN"))
+    elif _binutil("nm") is None or _binutil("objdump") is None or shutil.which("arm-none-eabi-gcc") is None:
+        lines.append(
+            Line(
+                "flash",
+                name,
+                None,
+                "not measured: arm-none-eabi tools missing (apt-get install gcc-arm-none-eabi)",
+            )
+        )
+    elif kernels_dir is not None and not (kernels_dir / "Source").is_dir():
+        nbytes, what = _library_code(kernels_dir, entries)
+        lines.append(Line("flash", name, nbytes, f"--kernels-dir: text of {what} for {', '.join(entries)}"))
+    else:
+        from refsim.qemu.build import build_harness  # builds on first use
+        from refsim.qemu.errors import QemuError
+
+        try:
+            if kernels_dir is None:
+                harness, built = build_harness(core), f"kernels_c for {core}"
+            else:
+                from refsim.qemu.conformance import build_library_harness
+
+                harness, _ = build_library_harness(core, kernels_dir)
+                built = f"--kernels-dir {kernels_dir} built for {core}"
+        except QemuError as error:
+            first = str(error).splitlines()[0]
+            what = "kernels_c" if kernels_dir is None else f"--kernels-dir {kernels_dir}"
+            lines.append(Line("flash", name, None, f"not measured: {what} for {core} did not build: {first}"))
+            return lines
+        graph = elf_graph(harness.elf)
+        missing = [e for e in entries if e not in graph.sizes]
+        if missing:
+            raise KernelCodeError(f"kernel code: {', '.join(missing)} not defined by {built}")
+        reached = graph.closure(entries)
+        lines.append(
+            Line(
+                "flash",
+                name,
+                sum(graph.sizes[f] for f in reached),
+                f"{built} (-O2, nm -S + objdump call graph): {len(reached)} functions "
+                f"reached from {', '.join(entries)}",
+            )
+        )
+        poorer = harness.core.tiers[:-1]
+        lower = [f for f in reached if kernels_dir is None and any(f.endswith(f"_{t}") for t in poorer)]
+        lines.append(
+            Line(
+                "flash",
+                "lower-tier variants among them",
+                sum(graph.sizes[f] for f in lower),
+                "functions named for a poorer tier, reachable through kernels_c's tier switch "
+                "(a single-tier CMSIS-NN build would not link them)",
+                part_of=name,
+            )
+        )
+        for entry in entries:
+            lines.append(
+                Line(
+                    "flash",
+                    entry,
+                    sum(graph.sizes[f] for f in graph.closure([entry])),
+                    "with everything it calls (shared code counted in each)",
+                    part_of=name,
+                )
+            )
+    if glue:
+        lines.append(
+            Line(
+                "flash",
+                "ExecuTorch operator code without CMSIS-NN",
+                None,
+                f"not measured (ExecuTorch C++, not kernels_c): {', '.join(glue)}",
+            )
+        )
+    return lines
+
+
+def flash_lines(
+    pte_bytes: int, constant_bytes: int, op_names: list[str], core: str, kernels_dir: Path | None = None
+) -> list[Line]:
+    lines = [
+        Line("flash", "program (.pte)", pte_bytes, "file size; read in place by the runtime"),
+        Line(
+            "flash",
+            "constant segment",
+            constant_bytes,
+            "weights, biases, multipliers",
+            part_of="program (.pte)",
+        ),
+    ]
+    lines += kernel_code_lines(op_names, core, kernels_dir)
+    lines.append(Line("flash", "ExecuTorch runtime core", RUNTIME.bytes, RUNTIME.source))
+    return lines

@@ -1,0 +1,64 @@
+"""The whole-device RAM and flash report of one program: what ``refsim inspect --memory`` prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from refsim.memory.flash import flash_lines
+from refsim.memory.lines import Line, total, unmeasured
+from refsim.memory.ram import ram_lines
+from refsim.memory.sizes import runtime_sizes
+from refsim.pte import model as m
+from refsim.qemu.cores import CORES
+from refsim.runtime.program import Method, Program
+from refsim.runtime.tensor import TensorRef
+
+
+class CpuError(ValueError):
+    pass
+
+
+def scratch_values(method: Method) -> set[int]:
+    """Value indices of the tensors ops take as CMSIS-NN scratch (``scratch`` arguments)."""
+    found: set[int] = set()
+    for call in method.calls:
+        if call is None:
+            continue
+        for name, value in call.args.items():
+            if "scratch" in name and isinstance(value, TensorRef):
+                found.add(value.index)
+    return found
+
+
+def memory_report(
+    program: Program, path: Path, method_name: str, cpu: str, kernels_dir: Path | None = None
+) -> dict:
+    """RAM and flash lines (``section``, ``name``, ``bytes``, ``source``, ``part_of``) and totals."""
+    from refsim.errors import UnsupportedError
+
+    if cpu not in CORES:
+        raise UnsupportedError(f"memory: unknown --cpu {cpu!r}; expected one of {', '.join(CORES)}")
+    method = program.method(method_name)
+    plan = method.plan
+    ops = [
+        plan.operators[ins.op_index].qualified_name
+        for c in plan.chains
+        for ins in c.instructions
+        if isinstance(ins, m.KernelCall)
+    ]
+    constants = sum(len(b) for b in program.file.constants())
+    lines: list[Line] = [
+        *ram_lines(plan, scratch_values(method)),
+        *flash_lines(path.stat().st_size, constants, ops, cpu, kernels_dir),
+    ]
+    sizes = runtime_sizes()
+    return {
+        "method": method_name,
+        "cpu": cpu,
+        "struct_sizes": sizes.source,
+        "lines": [ln.to_json() for ln in lines],
+        "ram_total": total(lines, "ram"),
+        "flash_total": total(lines, "flash"),
+        "ram_unmeasured": unmeasured(lines, "ram"),
+        "flash_unmeasured": unmeasured(lines, "flash"),
+    }
