@@ -15,8 +15,13 @@ L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
     outputs   = P·C·G                                 per-output requantization and store
     im2col    = Σ valid input bytes copied to columns (0 for the 1x1 kernels: they read in place)
     im2col_pad= padded column bytes filled with the input offset
-    blocks    = ⌈P/Pb⌉·⌈C/Cb⌉·⌊K/L⌋·G  (⌈K/L⌉ on MVE: the tail is predicated)   inner-loop passes
-    k_tail    = ⌈P/Pb⌉·C·(K mod L)·G   (0 on MVE)                                 scalar tail MACs
+    im2col_runs = runs copied into the columns (per pixel and filter row: one run when the taps
+                are adjacent inside the input, else one per tap), im2col_scalar = their elements
+                outside whole L-blocks (copied one by one)
+    blocks    = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/L⌋·G  (MVE: ⌈P/Pb⌉·C·⌈K/L⌉·G, the K tail is predicated)
+    k_tail    = ⌊P/Pb⌋·Pb·C·(K mod L)·G   (0 on MVE)                 scalar tail MACs
+    odd_columns  = (P mod Pb)·C·K·G  (MVE: (P mod Pb)·C·⌈K/L⌉·G)      the leftover pixel(s)
+    odd_channels = ⌊P/Pb⌋·(C mod Cb)·K·G  (0 on MVE)                  the leftover channel
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
@@ -27,8 +32,10 @@ and C_OUT rows, ``outputs`` = N·OH·OW·C_OUT accumulators cleared, requantized
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernels_py import conv
-from kernels_py.types import ConvParams, Dims, Tile, TransposeConvParams
+from kernels_py.types import ConvParams, TransposeConvParams
 from isa_models.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps
 
@@ -63,13 +70,54 @@ def conv_bytes(p: Params) -> tuple[int, int]:
     return i.n * i.h * i.w * i.c + weights, o.n * o.h * o.w * o.c
 
 
-def _mat_mult(tier: str, columns: int, channels: int, depth: int) -> tuple[float, float]:
+def _mat_mult(tier: str, columns: int, channels: int, depth: int) -> dict[str, float]:
+    """Inner-loop passes of a blocked mat-mult (``columns`` pixels x ``channels`` rows x ``depth``)
+    and the MACs of its leftover column and channel (odd counts on DSP, < 4 pixels on MVE)."""
     b = BLOCKING[tier]
-    col_passes = ceil_div(columns, b.columns)
+    full_cols, odd_cols = divmod(columns, b.columns)
+    full_chans, odd_chans = divmod(channels, b.channels)
     if tier == "mve":
-        return col_passes * ceil_div(channels, b.channels) * ceil_div(depth, b.reduce_lanes), 0.0
-    blocks = col_passes * ceil_div(channels, b.channels) * (depth // b.reduce_lanes)
-    return float(blocks), float(col_passes * channels * (depth % b.reduce_lanes))
+        k_passes = ceil_div(depth, b.reduce_lanes)
+        return {"blocks": float(ceil_div(columns, b.columns) * channels * k_passes), "k_tail": 0.0,
+                "odd_columns": float(odd_cols * channels * k_passes), "odd_channels": 0.0}  # fmt: skip
+    k_passes, k_left = divmod(depth, b.reduce_lanes)
+    return {
+        "blocks": float(full_cols * full_chans * k_passes),
+        "k_tail": float(full_cols * b.columns * channels * k_left),
+        "odd_columns": float(odd_cols * channels * depth),
+        "odd_channels": float(full_cols * odd_chans * depth),
+    }
+
+
+def _head_tail(start: int, n: int, lanes: int) -> int:
+    """Elements of the run [start, start + n) outside whole ``lanes``-blocks of the column."""
+    if lanes == 1:
+        return 0
+    head = min((-start) % lanes, n)
+    body_end = (start + n) - (start + n) % lanes
+    return head + max(start + n - max(body_end, start + head), 0)
+
+
+def _im2col_runs(i, f, o, s, pad, d, groups: int, lanes: int) -> tuple[int, int]:
+    """(runs, elements outside whole blocks) of building the columns: per pixel and filter row,
+    one run of KW·C when the row is padding or the pixel's taps are adjacent inside the input
+    (unit dilation, not grouped), else one run of C per tap (kernels_c ``im2col_pair``)."""
+    n = f.c
+    row_elements = f.w * n
+    adjacent = groups == 1 and d.w == 1
+    contiguous_cols = sum(
+        1 for ox in range(o.w) if adjacent and ox * s.w - pad.w >= 0 and ox * s.w - pad.w + f.w <= i.w
+    )
+    split_cols = o.w - contiguous_cols
+    runs = scalar = 0
+    for ky in range(f.h):
+        valid_rows = sum(1 for oy in range(o.h) if 0 <= oy * s.h - pad.h + ky * d.h < i.h)
+        whole = _head_tail(ky * row_elements, row_elements, lanes)
+        per_tap = sum(_head_tail(ky * row_elements + kx * n, n, lanes) for kx in range(f.w))
+        pad_rows = o.h - valid_rows
+        runs += valid_rows * (contiguous_cols + split_cols * f.w) + pad_rows * o.w
+        scalar += valid_rows * (contiguous_cols * whole + split_cols * per_tap) + pad_rows * o.w * whole
+    return o.n * groups * runs, o.n * groups * scalar
 
 
 def _conv_features(p: Params, tier: str, *, in_place: bool) -> Features:
@@ -79,22 +127,24 @@ def _conv_features(p: Params, tier: str, *, in_place: bool) -> Features:
     per_group = max(f.n // groups, 1)
     pixels = o.n * o.h * o.w
     depth = f.h * f.w * f.c
-    blocks, k_tail = _mat_mult(tier, pixels, per_group, depth)
+    mat = _mat_mult(tier, pixels, per_group, depth)
     if in_place:
-        copied, padded = 0, 0
+        copied, padded, runs, scalar = 0, 0, 0, 0
     else:
         rows = valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h)
         cols = valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
         copied = o.n * rows * cols * f.c * groups
         padded = pixels * depth * groups - copied
+        runs, scalar = _im2col_runs(i, f, o, s, pad, d, groups, BLOCKING[tier].reduce_lanes)
     return {
         "call": 1.0,
         "pixels": float(pixels * groups),
         "outputs": float(pixels * per_group * groups),
         "im2col": float(copied),
         "im2col_pad": float(padded),
-        "blocks": blocks * groups,
-        "k_tail": k_tail * groups,
+        "im2col_runs": float(runs),
+        "im2col_scalar": float(scalar),
+        **{k: v * groups for k, v in mat.items()},
     }
 
 
@@ -113,11 +163,10 @@ def _reverse_conv_params(p: Params) -> dict[str, int]:
 
 def _reverse_conv_features(p: Params, tier: str) -> Features:
     features = dict(_conv_features(_reverse_conv_params(p), tier, in_place=False))
-    i, o = dims(p, "input_dims"), dims(p, "output_dims")
+    i = dims(p, "input_dims")
     s = tile(p, "stride", 1)
     features["upscale"] = float(i.n * ((i.h - 1) * s.h + 1) * ((i.w - 1) * s.w + 1) * i.c)
     del features["im2col_pad"]  # the upscaled buffer's zeros are copied like data
-    _ = o
     return features
 
 
@@ -125,14 +174,12 @@ def _transpose_features(p: Params, tier: str) -> Features:
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     pixels = i.n * i.h * i.w
     taps = pixels * f.h * f.w
-    blocks, k_tail = _mat_mult(tier, taps, f.n, i.c)
     return {
         "call": 1.0,
         "pixels": float(pixels),
         "taps": float(taps),
         "outputs": float(o.n * o.h * o.w * o.c),
-        "blocks": blocks,
-        "k_tail": k_tail,
+        **_mat_mult(tier, taps, f.n, i.c),
     }
 
 
@@ -285,9 +332,75 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 8, 8, 17), (8, 3, 3), (1, 1)), ((1, 4, 8, 48), (16, 4, 4), (2, 2)), ((1, 6, 6, 64), (8, 3, 3), (2, 2)),
         ((1, 3, 3, 32), (32, 3, 3), (2, 2)), ((1, 7, 5, 24), (6, 3, 3), (1, 2)),
     )]  # fmt: skip
+    general += _drawn(11, 40, _draw_general)
+    fast += _drawn(12, 16, _draw_fast)
+    strided += _drawn(13, 16, _draw_strided)
+    one_x_n += _drawn(14, 16, _draw_1_x_n)
+    transposed += _drawn(15, 12, lambda r: _draw_transpose(r, reverse=False))
+    reverse += _drawn(16, 12, lambda r: _draw_transpose(r, reverse=True))
     return (
         [(w, s) for s in general + fast + strided + one_x_n] + [(t, s) for s in transposed + reverse]
     )
+
+
+#: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
+MAX_DRAWN_MACS = 400_000
+
+
+def _drawn(seed: int, count: int, draw) -> list[dict[str, int]]:
+    """``count`` shapes from ``draw`` with a fixed seed (a space-filling part of the designed
+    sweep: the hand-picked shapes above pin the corners, these fill the space between)."""
+    rng = np.random.default_rng(seed)
+    out: list[dict[str, int]] = []
+    while len(out) < count:
+        p = draw(rng)
+        if p is not None and 0 < min(p["output_dims.h"], p["output_dims.w"]) and (
+            transpose_macs(p) if "padding_offsets.h" in p else conv_macs(p)
+        ) <= MAX_DRAWN_MACS:
+            out.append(p)
+    return out
+
+
+def _pick(rng, values):
+    return int(rng.choice(values))
+
+
+def _draw_general(rng) -> dict[str, int] | None:
+    groups = _pick(rng, [1, 1, 1, 1, 2])
+    c = _pick(rng, [1, 3, 4, 8, 12, 16, 24, 32]) * groups
+    oc = _pick(rng, [4, 8, 13, 16, 24, 32, 48, 64]) * groups
+    k = (_pick(rng, [1, 2, 3, 3, 5]), _pick(rng, [2, 3, 3, 4, 5]))
+    stride = (_pick(rng, [1, 1, 2]),) * 2
+    dilation = (2, 2) if rng.random() < 0.1 else (1, 1)
+    x = (1, _pick(rng, [5, 8, 10, 12, 16, 20]), _pick(rng, [5, 8, 10, 12, 16]), c)
+    padding = None if rng.random() < 0.7 else (0, 0)
+    return _shape(x, (oc, *k), stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def _draw_fast(rng) -> dict[str, int]:
+    x = (1, _pick(rng, [2, 4, 5, 7, 8, 10, 12]), _pick(rng, [3, 4, 5, 8, 10, 12]),
+         _pick(rng, [3, 8, 15, 16, 24, 32, 64, 96, 128]))  # fmt: skip
+    return _shape(x, (_pick(rng, [5, 8, 16, 17, 24, 32, 64, 128]), 1, 1))
+
+
+def _draw_strided(rng) -> dict[str, int]:
+    x = (1, _pick(rng, [6, 8, 10, 12, 16]), _pick(rng, [6, 8, 9, 12, 16]), _pick(rng, [4, 8, 15, 16, 32, 64]))
+    s = (_pick(rng, [2, 2, 3]), _pick(rng, [1, 2, 2]))
+    return _shape(x, (_pick(rng, [8, 16, 17, 32, 64]), 1, 1), stride=s)
+
+
+def _draw_1_x_n(rng) -> dict[str, int]:
+    c = _pick(rng, [4, 8, 12, 16, 32, 64])
+    k = _pick(rng, [2, 3, 4, 5, 7])
+    return _shape((1, 1, _pick(rng, [16, 24, 32, 49, 64, 100]), c), (_pick(rng, [8, 16, 24, 32, 64]), 1, k),
+                  padding=(0, 0))  # fmt: skip
+
+
+def _draw_transpose(rng, *, reverse: bool) -> dict[str, int]:
+    c = _pick(rng, [17, 20, 24, 32, 48, 64]) if reverse else _pick(rng, [1, 3, 4, 8, 12, 16])
+    s = (_pick(rng, [1, 2, 2]),) * 2 if reverse else (_pick(rng, [1, 2, 3]),) * 2
+    x = (1, _pick(rng, [2, 3, 4, 5, 6, 8]), _pick(rng, [2, 3, 4, 6, 8]), c)
+    return _transpose_shape(x, (_pick(rng, [4, 8, 12, 16]), _pick(rng, [2, 3, 4]), _pick(rng, [2, 3, 4])), s)
 
 
 def _transpose_shape(x: tuple[int, int, int, int], f: tuple[int, int, int], s: tuple[int, int]) -> dict[str, int]:
@@ -311,7 +424,5 @@ def _transpose_shape(x: tuple[int, int, int, int], f: tuple[int, int, int], s: t
     p.update({"dilation.h": 1, "dilation.w": 1})
     return p
 
-
-_ = (Dims, Tile)
 
 __all__ = ["FAMILY", "FORMULAS", "PUBLIC", "conv_route", "route", "sweep", "transpose_route"]

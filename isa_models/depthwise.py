@@ -13,13 +13,18 @@ inside the input — the kernels skip padding — and λ channels per pass from
     pixels   = P                      per-pixel window clipping and pointer setup
     outputs  = P·C                    per-output requantization and store
     taps     = T                      per valid (pixel, tap): row/column loop overhead
-    blocks   = T·⌊C/λ⌋  (⌈C/λ⌉ on MVE)   channel-parallel MAC passes
-    c_tail   = T·(C mod λ) (0 on MVE)    leftover channels, one MAC each
+    blocks   = T·⌊C/λ⌋  (⌈C/λ⌉ on MVE)   channel-parallel MAC passes (ch_mult 1)
+    c_tail   = T·(C mod λ) (0 on MVE)    leftover channels, one MAC each (ch_mult 1)
+    ch_mult > 1 runs other loops (each input channel's outputs as one run), so its passes are
+    features of their own: runs = T·C_IN, blocks_mult = T·C_IN·⌊m/λ⌋ (MVE: T·⌈C/λ⌉),
+    tail_mult = T·C_IN·(m mod λ)
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from kernels_py import depthwise
 from kernels_py.types import DwConvParams
@@ -63,21 +68,30 @@ def nbytes(p: Params) -> tuple[int, int]:
 def _features(p: Params, tier: str) -> Features:
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    mult = value(p, "ch_mult", 1)
     pixels = o.n * o.h * o.w
     taps = o.n * valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h) * valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
     lanes = BLOCKING[tier].channel_lanes
-    if tier == "mve":
-        blocks, tail = taps * ceil_div(o.c, lanes), 0
-    else:
-        blocks, tail = taps * (o.c // lanes), taps * (o.c % lanes)
-    return {
+    features = {
         "call": 1.0,
         "pixels": float(pixels),
         "outputs": float(pixels * o.c),
         "taps": float(taps),
-        "blocks": float(blocks),
-        "c_tail": float(tail),
+        "blocks": 0.0,
+        "c_tail": 0.0,
+        "runs": 0.0,
+        "blocks_mult": 0.0,
+        "tail_mult": 0.0,
     }
+    if tier == "mve":
+        features["blocks" if mult == 1 else "blocks_mult"] = float(taps * ceil_div(o.c, lanes))
+    elif mult == 1:
+        features["blocks"], features["c_tail"] = float(taps * (o.c // lanes)), float(taps * (o.c % lanes))
+    else:  # per input channel, its ch_mult outputs: blocks of λ within the run, then a tail
+        features["runs"] = float(taps * i.c)
+        features["blocks_mult"] = float(taps * i.c * (mult // lanes))
+        features["tail_mult"] = float(taps * i.c * (mult % lanes))
+    return features
 
 
 def _as_conv(p: Params) -> dict[str, int]:
@@ -154,7 +168,28 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 9, 9, 6), (5, 5), 3, (2, 2), (1, 1)), ((1, 12, 12, 3), (3, 3), 8, (2, 2), (1, 1)),
         ((2, 6, 6, 10), (2, 2), 2, (1, 1), (1, 1)), ((1, 16, 8, 12), (3, 3), 2, (1, 2), (1, 1)),
     )]  # fmt: skip
-    return [(w, s) for s in three + opt + generic]
+    three += [_shape(x, (3, 3), stride=st) for x, st in _drawn_dw(21, 14, channels=(4, 8, 13, 16, 32, 64, 96))]
+    opt += [_shape(x, k, stride=st) for (x, st), k in zip(
+        _drawn_dw(22, 14, channels=(4, 8, 12, 16, 24, 32, 48)), _kernels(23, 14), strict=True)]  # fmt: skip
+    rng = np.random.default_rng(24)
+    for x, st in _drawn_dw(25, 14, channels=(2, 3, 4, 6, 8, 12)):
+        generic.append(_shape(x, (3, 3), ch_mult=int(rng.choice([2, 3, 4, 8])), stride=st))
+    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()]]
+
+
+def _drawn_dw(seed: int, count: int, *, channels) -> list[tuple[tuple[int, int, int, int], tuple[int, int]]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        x = (1, int(rng.choice([5, 6, 8, 10, 12, 16, 24])), int(rng.choice([5, 6, 8, 10, 12, 16])),
+             int(rng.choice(channels)))  # fmt: skip
+        out.append((x, (int(rng.choice([1, 1, 2])),) * 2))
+    return out
+
+
+def _kernels(seed: int, count: int) -> list[tuple[int, int]]:
+    rng = np.random.default_rng(seed)
+    return [(int(rng.choice([2, 4, 5, 7])), int(rng.choice([1, 3, 4, 5]))) for _ in range(count)]
 
 
 def sweep_mve() -> list[tuple[str, dict[str, int]]]:

@@ -6,14 +6,19 @@ arm_transpose_s8 walks the output element by element (2-D: a strided gather). A 
 ``b`` bytes in ``r`` contiguous runs is costed as arm_pad_s8 with no padding: ``r`` rows of
 ``b / r`` bytes (the same memcpy loop). Features::
 
-    arm_pad_s8:        call, rows = N·H·W input rows copied, copied = input bytes,
-                       filled = output bytes - input bytes, out_rows = output rows (N·H'·W')
-    arm_transpose_s8:  call, elements = output elements, rows = output elements / last dim
+    arm_pad_s8:        call, rows = N·H input rows (one copy each, with the W padding fills
+                       around it), pixel_runs = N·H·W when C is padded (then a copy and two fills
+                       per pixel), copied = input bytes, filled = output bytes - input bytes
+    arm_transpose_s8:  axes merged as the kernel merges them; rows = output runs of the innermost
+                       merged axis, copied = elements when that run is contiguous in the input,
+                       gathered = elements when strided (4 per pass, 8 on MVE), gather_tail
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from isa_models.formula import Features, Formula
 from isa_models.shapes import Params, dims, value
@@ -27,11 +32,13 @@ def _pad_out(p: Params) -> tuple[int, int, int, int]:
 
 
 def _pad_features(p: Params, tier: str) -> Features:
-    i = dims(p, "input_size")
+    i, a, b = dims(p, "input_size"), dims(p, "pre_pad"), dims(p, "post_pad")
     n, h, w, c = _pad_out(p)
     copied = i.n * i.h * i.w * i.c
-    return {"call": 1.0, "rows": float(i.n * i.h * i.w), "copied": float(copied),
-            "filled": float(n * h * w * c - copied), "out_rows": float(n * h * w)}  # fmt: skip
+    rows = i.n * i.h
+    pixel_runs = rows * i.w if (a.c or b.c) else 0
+    return {"call": 1.0, "rows": float(rows), "pixel_runs": float(pixel_runs), "copied": float(copied),
+            "filled": float(n * h * w * c - copied)}  # fmt: skip
 
 
 def _pad_macs(p: Params) -> int:
@@ -44,18 +51,52 @@ def _pad_bytes(p: Params) -> tuple[int, int]:
     return i.n * i.h * i.w * i.c, _pad_macs(p)
 
 
-def _transpose_shape(p: Params) -> tuple[int, int]:
+def _transpose_plan(p: Params) -> tuple[int, int, int]:
+    """(elements, innermost run, its input stride) after merging: output axes innermost first,
+    extent-1 axes dropped, an axis merged into the one inside it when the input continues
+    linearly across both (as the kernels do, kernels_c/src/layout_s8.c)."""
     nd = value(p, "num_dims")
-    o = dims(p, "output_dims").shape[:nd]
-    n = 1
-    for v in o:
-        n *= v
-    return n, max(o[-1], 1)
+    shape = dims(p, "input_dims").shape[:nd]
+    perm = [value(p, f"permutations[{k}]", k) for k in range(nd)] if nd > 1 else [0]
+    strides = [1] * nd
+    for k in range(nd - 2, -1, -1):
+        strides[k] = strides[k + 1] * shape[k + 1]
+    extents: list[int] = []
+    steps: list[int] = []
+    for k in range(nd - 1, -1, -1):
+        e, st = shape[perm[k]], strides[perm[k]]
+        if e == 1:
+            continue
+        if extents and st == steps[-1] * extents[-1]:
+            extents[-1] *= e
+            continue
+        extents.append(e)
+        steps.append(st)
+    total = 1
+    for e in shape:
+        total *= e
+    if not extents:
+        return total, 1, 1
+    return total, extents[0], steps[0]
+
+
+def _transpose_shape(p: Params) -> tuple[int, int]:
+    total, run, _stride = _transpose_plan(p)
+    return total, run
 
 
 def _transpose_features(p: Params, tier: str) -> Features:
-    n, last = _transpose_shape(p)
-    return {"call": 1.0, "elements": float(n), "rows": float(n // last)}
+    total, run, stride = _transpose_plan(p)
+    rows = total // run
+    lanes = 4 if tier != "mve" else 8
+    gathered = stride != 1
+    return {
+        "call": 1.0,
+        "rows": float(rows),
+        "copied": float(0 if gathered else total),
+        "gathered": float(total if gathered else 0),
+        "gather_tail": float(rows * (run % lanes) if gathered else 0),
+    }
 
 
 def _transpose_macs(p: Params) -> int:
@@ -115,6 +156,15 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((4, 12, 20), (2, 0, 1)), ((1, 10, 10, 24), (0, 3, 1, 2)), ((2, 6, 8, 5), (0, 2, 1, 3)),
         ((100, 7), (1, 0)), ((3, 5, 40), (0, 2, 1)), ((1, 32, 8, 8), (0, 2, 3, 1)),
     )]  # fmt: skip
+    rng = np.random.default_rng(31)
+    for _ in range(20):
+        x = (1, int(rng.choice([1, 4, 8, 12, 25, 49])), int(rng.choice([1, 5, 8, 10, 16])),
+             int(rng.choice([1, 3, 8, 16, 32, 64])))  # fmt: skip
+        pre = tuple(int(v) * int(rng.random() < 0.5) for v in (0, *rng.integers(0, 3, 3)))
+        post = tuple(int(v) * int(rng.random() < 0.5) for v in (0, *rng.integers(0, 3, 3)))
+        pads.append(pad_params(x, pre, post))
+        shape = tuple(int(v) for v in rng.choice([2, 3, 4, 6, 8, 12, 16], size=int(rng.integers(2, 5))))
+        transposes.append(transpose_params(shape, tuple(int(v) for v in rng.permutation(len(shape)))))
     return [("arm_pad_s8", s) for s in pads] + [("arm_transpose_s8", s) for s in transposes]
 
 

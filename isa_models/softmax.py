@@ -5,7 +5,9 @@ built with it). Features (R rows of S elements, λ = 16 int8 lanes on MVE)::
 
     call     = 1
     rows     = R                  per-row max, reciprocal (one_over_one_plus_x) and setup
-    elements = R·S                per element: exp_on_negative_values twice (sum pass, output pass)
+    exp_elements   = R·S when each element's exponential is computed (exp_on_negative_values)
+    table_elements = R·S when the call tabulates exp per possible diff first (kernels_c does when
+                     R·S exceeds the span of diffs that pass diff_min), table = that span
     blocks   = R·⌈S/λ⌉ on MVE (the vectorised max pass), 0 otherwise
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
@@ -19,10 +21,25 @@ from isa_models.shapes import Params, ceil_div, value
 FAMILY = "softmax"
 
 
+def _table_span(diff_min: int) -> int:
+    """Exponentials a call can need: diffs 0 .. -(span - 1) pass diff_min (diffs are >= -255)."""
+    return 1 - min(max(diff_min, -255), 1)
+
+
 def _features(p: Params, tier: str) -> Features:
     rows, size = value(p, "num_rows"), value(p, "row_size")
+    n = rows * size
+    span = _table_span(value(p, "diff_min", -248))
+    tabulated = n > span
     blocks = rows * ceil_div(size, 16) if tier == "mve" else 0
-    return {"call": 1.0, "rows": float(rows), "elements": float(rows * size), "blocks": float(blocks)}
+    return {
+        "call": 1.0,
+        "rows": float(rows),
+        "exp_elements": float(0 if tabulated else n),
+        "table_elements": float(n if tabulated else 0),
+        "table": float(span if tabulated else 0),
+        "blocks": float(blocks),
+    }
 
 
 def _macs(p: Params) -> int:

@@ -188,18 +188,32 @@ def measurer(core: str, harness: Any | None) -> tuple[Measure, str]:
 
 def sweep_calls(tier: str, only: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, int], bool]]:
     """(public function, formula key, shape, held out) for every sweep shape, narrowed to
-    ``only`` (formula keys, public functions or family names)."""
+    ``only`` (formula keys, public functions or family names).
+
+    Every :data:`HELD_OUT_EVERY`-th shape of a key is held out, unless it is the only shape that
+    exercises one of the key's features (then the next shape is tried): the fit must see every
+    feature at least once, or its coefficient would be a guess."""
     from isa_models import formulas
 
-    rows = []
+    chosen: dict[str, list[tuple[str, dict[str, int]]]] = {}
     for module in formulas.FAMILIES:
-        per_key: dict[str, int] = {}
         for function, shape in module.sweep():
             key = formulas.route(function, shape, tier)
             if only and not ({key, key.split("/")[0], function, module.FAMILY} & set(only)):
                 continue
-            i = per_key[key] = per_key.get(key, -1) + 1
-            rows.append((function, key, shape, i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1))
+            chosen.setdefault(key, []).append((function, shape))
+    rows = []
+    for key, calls in chosen.items():
+        features = [formulas.FORMULAS[key].features(shape, tier) for _f, shape in calls]
+        held: set[int] = set()
+        want = len(calls) // HELD_OUT_EVERY
+        for i in [*range(HELD_OUT_EVERY - 1, len(calls), HELD_OUT_EVERY), *range(len(calls))]:
+            if len(held) >= want or i in held:
+                continue
+            rest = [f for j, f in enumerate(features) if j != i and j not in held]
+            if all(any(r.get(name, 0) for r in rest) for name, v in features[i].items() if v):
+                held.add(i)
+        rows += [(f, key, shape, i in held) for i, (f, shape) in enumerate(calls)]
     return rows
 
 
