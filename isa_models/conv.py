@@ -34,22 +34,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels_py import conv
-from kernels_py.types import ConvParams, TransposeConvParams
 from isa_models.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps
+from kernels_py import conv
+from kernels_py.types import ConvParams, TransposeConvParams
 
 FAMILY = "conv"
 
 
 def _conv_params(p: Params) -> ConvParams:
-    return ConvParams(stride=tile(p, "stride", 1), padding=tile(p, "padding"), dilation=tile(p, "dilation", 1))
+    return ConvParams(
+        stride=tile(p, "stride", 1), padding=tile(p, "padding"), dilation=tile(p, "dilation", 1)
+    )
 
 
 def conv_route(p: Params) -> str:
     """The function arm_convolve_wrapper_s8 calls (kernels_py's routing predicates)."""
     cp = _conv_params(p)
-    return conv.select_convolve_kernel(cp, dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims"))
+    return conv.select_convolve_kernel(
+        cp, dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    )
 
 
 def transpose_route(p: Params) -> str:
@@ -269,9 +273,7 @@ def _shape(
     p: dict[str, int] = {}
     out = []
     pads = []
-    for size, k, st, d, pd in zip(
-        (h, w), (kh, kw), stride, dilation, padding or (None, None), strict=True
-    ):
+    for size, k, st, d, pd in zip((h, w), (kh, kw), stride, dilation, padding or (None, None), strict=True):
         extent = d * (k - 1) + 1
         if pd is None:
             o = ceil_div(size, st)
@@ -338,9 +340,7 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     one_x_n += _drawn(14, 16, _draw_1_x_n)
     transposed += _drawn(15, 12, lambda r: _draw_transpose(r, reverse=False))
     reverse += _drawn(16, 12, lambda r: _draw_transpose(r, reverse=True))
-    return (
-        [(w, s) for s in general + fast + strided + one_x_n] + [(t, s) for s in transposed + reverse]
-    )
+    return [(w, s) for s in general + fast + strided + one_x_n] + [(t, s) for s in transposed + reverse]
 
 
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
@@ -354,9 +354,11 @@ def _drawn(seed: int, count: int, draw) -> list[dict[str, int]]:
     out: list[dict[str, int]] = []
     while len(out) < count:
         p = draw(rng)
-        if p is not None and 0 < min(p["output_dims.h"], p["output_dims.w"]) and (
-            transpose_macs(p) if "padding_offsets.h" in p else conv_macs(p)
-        ) <= MAX_DRAWN_MACS:
+        if (
+            p is not None
+            and min(p["output_dims.h"], p["output_dims.w"]) > 0
+            and (transpose_macs(p) if "padding_offsets.h" in p else conv_macs(p)) <= MAX_DRAWN_MACS
+        ):
             out.append(p)
     return out
 
@@ -403,7 +405,9 @@ def _draw_transpose(rng, *, reverse: bool) -> dict[str, int]:
     return _transpose_shape(x, (_pick(rng, [4, 8, 12, 16]), _pick(rng, [2, 3, 4]), _pick(rng, [2, 3, 4])), s)
 
 
-def _transpose_shape(x: tuple[int, int, int, int], f: tuple[int, int, int], s: tuple[int, int]) -> dict[str, int]:
+def _transpose_shape(
+    x: tuple[int, int, int, int], f: tuple[int, int, int], s: tuple[int, int]
+) -> dict[str, int]:
     """A TFLite SAME transpose convolution (output = input · stride), padding as TFLM sets it."""
     n, h, w, c = x
     oc, kh, kw = f

@@ -145,7 +145,9 @@ CORE_MODELS: dict[str, CoreModel] = {
                     "BL 3; BX/BLX 2; MULS 1 (fast multiplier)",
                 ),
                 Source(_M0P_TRM, "1.2 Features", "2-stage pipeline, ARMv6-M, no FPU"),
-                Source(_LLVM, "ARM.td cortex-m0plus", "no scheduling model (ProcessorModel with NoSchedModel)"),
+                Source(
+                    _LLVM, "ARM.td cortex-m0plus", "no scheduling model (ProcessorModel with NoSchedModel)"
+                ),
             ),
         ),
         CoreModel(
@@ -184,7 +186,7 @@ CORE_MODELS: dict[str, CoreModel] = {
                     "LDM/STM 1+N; MUL 1; MLA/MLS 2",
                 ),
                 Source(_M3_TRM, "3.3.1 Load/store timings", _V7M_LOAD_STORE),
-                Source(_LLVM, "ARM.td cortex-m3", "ProcessorModel<\"cortex-m3\", CortexM4Model>"),
+                Source(_LLVM, "ARM.td cortex-m3", 'ProcessorModel<"cortex-m3", CortexM4Model>'),
             ),
         ),
         CoreModel(

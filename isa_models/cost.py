@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+
 def _merge(a: Mapping[str, int], b: Mapping[str, int]) -> Mapping[str, int]:
     if not b:
         return a

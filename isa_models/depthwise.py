@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels_py import depthwise
-from kernels_py.types import DwConvParams
 from isa_models import conv as conv_formulas
 from isa_models.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps, value
+from kernels_py import depthwise
+from kernels_py.types import DwConvParams
 
 FAMILY = "depthwise"
 PUBLIC_WRAPPER = "arm_depthwise_conv_wrapper_s8"
@@ -168,7 +168,9 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 9, 9, 6), (5, 5), 3, (2, 2), (1, 1)), ((1, 12, 12, 3), (3, 3), 8, (2, 2), (1, 1)),
         ((2, 6, 6, 10), (2, 2), 2, (1, 1), (1, 1)), ((1, 16, 8, 12), (3, 3), 2, (1, 2), (1, 1)),
     )]  # fmt: skip
-    three += [_shape(x, (3, 3), stride=st) for x, st in _drawn_dw(21, 14, channels=(4, 8, 13, 16, 32, 64, 96))]
+    three += [
+        _shape(x, (3, 3), stride=st) for x, st in _drawn_dw(21, 14, channels=(4, 8, 13, 16, 32, 64, 96))
+    ]
     opt += [_shape(x, k, stride=st) for (x, st), k in zip(
         _drawn_dw(22, 14, channels=(4, 8, 12, 16, 24, 32, 48)), _kernels(23, 14), strict=True)]  # fmt: skip
     rng = np.random.default_rng(24)

@@ -34,7 +34,9 @@ def _mat_vec(tier: str, rows: int, channels: int, depth: int) -> tuple[int, int]
     per = b.columns if tier == "mve" else b.channels
     if tier == "mve":
         return rows * ceil_div(channels, per) * ceil_div(depth, b.reduce_lanes), 0
-    return rows * ceil_div(channels, per) * (depth // b.reduce_lanes), rows * channels * (depth % b.reduce_lanes)
+    return rows * ceil_div(channels, per) * (depth // b.reduce_lanes), rows * channels * (
+        depth % b.reduce_lanes
+    )
 
 
 def _fc_shape(p: Params) -> tuple[int, int, int]:
@@ -44,7 +46,13 @@ def _fc_shape(p: Params) -> tuple[int, int, int]:
 def _fc_features(p: Params, tier: str) -> Features:
     n, k, c = _fc_shape(p)
     blocks, tail = _mat_vec(tier, n, c, k)
-    return {"call": 1.0, "batches": float(n), "outputs": float(n * c), "blocks": float(blocks), "k_tail": float(tail)}
+    return {
+        "call": 1.0,
+        "batches": float(n),
+        "outputs": float(n * c),
+        "blocks": float(blocks),
+        "k_tail": float(tail),
+    }
 
 
 def _fc_macs(p: Params) -> int:
@@ -138,8 +146,18 @@ def bmm_params(batch: int, heads: int, rows: int, cols: int, k: int) -> dict[str
 
 
 _FC_SHAPES = (
-    (1, 64, 12), (1, 640, 128), (1, 128, 128), (1, 128, 8), (1, 8, 128), (1, 256, 16), (2, 100, 30),
-    (1, 1024, 64), (4, 33, 17), (1, 512, 10), (1, 77, 45), (3, 64, 64),
+    (1, 64, 12),
+    (1, 640, 128),
+    (1, 128, 128),
+    (1, 128, 8),
+    (1, 8, 128),
+    (1, 256, 16),
+    (2, 100, 30),
+    (1, 1024, 64),
+    (4, 33, 17),
+    (1, 512, 10),
+    (1, 77, 45),
+    (3, 64, 64),
 )
 
 

@@ -104,10 +104,16 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source("Arm AN547 Application Note (Arm Corstone SSE-300 with Cortex-M55 and Ethos-U55)",
-                   "Overview; Clocks", "FPGA system clock 32 MHz"),
-            Source("Arm Corstone SSE-300 Technical Reference Manual (101772)", "Memory map overview",
-                   "ITCM 512 KiB and DTCM 512 KiB zero wait state, 2 MiB SRAM (ISRAM0/1)"),
+            Source(
+                "Arm AN547 Application Note (Arm Corstone SSE-300 with Cortex-M55 and Ethos-U55)",
+                "Overview; Clocks",
+                "FPGA system clock 32 MHz",
+            ),
+            Source(
+                "Arm Corstone SSE-300 Technical Reference Manual (101772)",
+                "Memory map overview",
+                "ITCM 512 KiB and DTCM 512 KiB zero wait state, 2 MiB SRAM (ISRAM0/1)",
+            ),
         ),
     ),
     SystemPreset(
@@ -125,9 +131,16 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source("Alif Ensemble E8 datasheet", "Features; Application processing subsystems",
-                   "Cortex-M55 High-Performance at up to 400 MHz with ITCM/DTCM; on-chip MRAM non-volatile memory"),
-            Source("Arm Cortex-M55 TRM (101051)", "1.2 Features", "L1 I-cache and D-cache 32 KiB each (configured)"),
+            Source(
+                "Alif Ensemble E8 datasheet",
+                "Features; Application processing subsystems",
+                "Cortex-M55 High-Performance at up to 400 MHz with ITCM/DTCM; on-chip MRAM non-volatile memory",
+            ),
+            Source(
+                "Arm Cortex-M55 TRM (101051)",
+                "1.2 Features",
+                "L1 I-cache and D-cache 32 KiB each (configured)",
+            ),
         ),
     ),
     SystemPreset(
@@ -145,10 +158,16 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source(_RM0432, "3.3.3 Read access latency, Table 12 Number of wait states according to CPU clock",
-                   "5 WS at 120 MHz, range 1 boost mode"),
-            Source(_RM0432, "3.3.4 Adaptive real-time memory accelerator (ART Accelerator)",
-                   "64-bit flash read, prefetch buffer, instruction cache and data cache"),
+            Source(
+                _RM0432,
+                "3.3.3 Read access latency, Table 12 Number of wait states according to CPU clock",
+                "5 WS at 120 MHz, range 1 boost mode",
+            ),
+            Source(
+                _RM0432,
+                "3.3.4 Adaptive real-time memory accelerator (ART Accelerator)",
+                "64-bit flash read, prefetch buffer, instruction cache and data cache",
+            ),
             Source("ST DS12023 STM32L4R5xx datasheet", "Features", "Arm Cortex-M4 with FPU up to 120 MHz"),
         ),
     ),
@@ -167,11 +186,17 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source(_RM0455, "4.3.8 FLASH read access latency, Table: FLASH recommended number of wait states",
-                   "6 WS at 280 MHz (VOS0)"),
-            Source("ST DS13195 STM32H7A3xI/G datasheet", "Features",
-                   "Cortex-M7 up to 280 MHz, 16 KiB I-cache and 16 KiB D-cache, 64 KiB ITCM, 128 KiB DTCM, "
-                   "128-bit flash word"),
+            Source(
+                _RM0455,
+                "4.3.8 FLASH read access latency, Table: FLASH recommended number of wait states",
+                "6 WS at 280 MHz (VOS0)",
+            ),
+            Source(
+                "ST DS13195 STM32H7A3xI/G datasheet",
+                "Features",
+                "Cortex-M7 up to 280 MHz, 16 KiB I-cache and 16 KiB D-cache, 64 KiB ITCM, 128 KiB DTCM, "
+                "128-bit flash word",
+            ),
         ),
     ),
     SystemPreset(
@@ -189,12 +214,21 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source(_RM0385, "3.3.2 Read access latency, Table 5 Number of wait states according to CPU clock",
-                   "7 WS at 216 MHz, 2.7-3.6 V"),
-            Source(_RM0385, "3.3.3 Flash memory accelerator (ART)",
-                   "128-bit flash read over ITCM, ART with prefetch and 64 lines of 128 bits"),
-            Source("ST DS10916 STM32F745xx/746xx datasheet", "Features",
-                   "Cortex-M7 up to 216 MHz, 4 KiB I-cache and D-cache, 64 KiB DTCM, 16 KiB ITCM"),
+            Source(
+                _RM0385,
+                "3.3.2 Read access latency, Table 5 Number of wait states according to CPU clock",
+                "7 WS at 216 MHz, 2.7-3.6 V",
+            ),
+            Source(
+                _RM0385,
+                "3.3.3 Flash memory accelerator (ART)",
+                "128-bit flash read over ITCM, ART with prefetch and 64 lines of 128 bits",
+            ),
+            Source(
+                "ST DS10916 STM32F745xx/746xx datasheet",
+                "Features",
+                "Cortex-M7 up to 216 MHz, 4 KiB I-cache and D-cache, 64 KiB DTCM, 16 KiB ITCM",
+            ),
         ),
     ),
     SystemPreset(
@@ -212,8 +246,11 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source("Nordic nRF5340 Product Specification v1.x", "Application core; CACHE — Instruction and data cache",
-                   "Cortex-M33 at 64 or 128 MHz, 1 MiB flash, 512 KiB RAM, 8 KiB 2-way cache"),
+            Source(
+                "Nordic nRF5340 Product Specification v1.x",
+                "Application core; CACHE — Instruction and data cache",
+                "Cortex-M33 at 64 or 128 MHz, 1 MiB flash, 512 KiB RAM, 8 KiB 2-way cache",
+            ),
         ),
     ),
     SystemPreset(
@@ -231,11 +268,19 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source("Renesas RA6M4 Group User's Manual: Hardware", "Memory Wait Cycle Control Register for Code "
-                   "Flash (FLWT)", "3 wait cycles for ICLK above 150 MHz up to 200 MHz"),
-            Source("Renesas RA6M4 Group User's Manual: Hardware", "Flash Cache (FCACHE)",
-                   "flash cache and prefetch buffer for code flash"),
-            Source("MLPerf Tiny v1.x results (REFERENCE.md section 4)", "EK-RA6M4 row", "Cortex-M33 at 200 MHz"),
+            Source(
+                "Renesas RA6M4 Group User's Manual: Hardware",
+                "Memory Wait Cycle Control Register for Code Flash (FLWT)",
+                "3 wait cycles for ICLK above 150 MHz up to 200 MHz",
+            ),
+            Source(
+                "Renesas RA6M4 Group User's Manual: Hardware",
+                "Flash Cache (FCACHE)",
+                "flash cache and prefetch buffer for code flash",
+            ),
+            Source(
+                "MLPerf Tiny v1.x results (REFERENCE.md section 4)", "EK-RA6M4 row", "Cortex-M33 at 200 MHz"
+            ),
         ),
     ),
     SystemPreset(
@@ -253,9 +298,14 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source(_RM0456, "7.3.3 Read access latency, Table: Number of wait states according to CPU clock",
-                   "4 WS at 160 MHz, range 1"),
-            Source(_RM0456, "8 Instruction cache (ICACHE); 9 Data cache (DCACHE)", "8 KiB ICACHE, 4 KiB DCACHE"),
+            Source(
+                _RM0456,
+                "7.3.3 Read access latency, Table: Number of wait states according to CPU clock",
+                "4 WS at 160 MHz, range 1",
+            ),
+            Source(
+                _RM0456, "8 Instruction cache (ICACHE); 9 Data cache (DCACHE)", "8 KiB ICACHE, 4 KiB DCACHE"
+            ),
         ),
     ),
     SystemPreset(
@@ -273,11 +323,19 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source("Renesas RA8D1 Group User's Manual: Hardware", "Code flash wait cycles (FLWT)",
-                   "wait cycles for code flash at 480 MHz CPU clock"),
-            Source("Renesas RA8D1 datasheet", "Features",
-                   "Cortex-M85 at 480 MHz, 32 KiB I-cache and D-cache, 128 KiB ITCM and DTCM"),
-            Source("MLPerf Tiny v1.x results (REFERENCE.md section 4)", "EK-RA8D1 row", "Cortex-M85 at 480 MHz"),
+            Source(
+                "Renesas RA8D1 Group User's Manual: Hardware",
+                "Code flash wait cycles (FLWT)",
+                "wait cycles for code flash at 480 MHz CPU clock",
+            ),
+            Source(
+                "Renesas RA8D1 datasheet",
+                "Features",
+                "Cortex-M85 at 480 MHz, 32 KiB I-cache and D-cache, 128 KiB ITCM and DTCM",
+            ),
+            Source(
+                "MLPerf Tiny v1.x results (REFERENCE.md section 4)", "EK-RA8D1 row", "Cortex-M85 at 480 MHz"
+            ),
         ),
     ),
     SystemPreset(
@@ -295,9 +353,16 @@ _PRESETS: tuple[SystemPreset, ...] = (
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
-            Source(_RM0444, "3.3.4 Read access latency, Table: Number of wait states according to flash clock",
-                   "2 WS for 48 < HCLK <= 64 MHz, range 1"),
-            Source(_RM0444, "3.3.5 Flash prefetch and cache", "64-bit reads, prefetch buffer and instruction cache"),
+            Source(
+                _RM0444,
+                "3.3.4 Read access latency, Table: Number of wait states according to flash clock",
+                "2 WS for 48 < HCLK <= 64 MHz, range 1",
+            ),
+            Source(
+                _RM0444,
+                "3.3.5 Flash prefetch and cache",
+                "64-bit reads, prefetch buffer and instruction cache",
+            ),
         ),
     ),
 )

@@ -97,7 +97,10 @@ def _array_sizes(function: str, p: Mapping[str, int]) -> dict[str, int]:
     if function == "arm_batch_matmul_s8":
         return {"input_lhs": _n(p, "input_lhs_dims"), "input_rhs": _n(p, "input_rhs_dims")}
     if function == "arm_vector_sum_s8":
-        return {"vector_data": int(p["vector_rows"]) * int(p["vector_cols"]), "bias_data": int(p["vector_rows"])}
+        return {
+            "vector_data": int(p["vector_rows"]) * int(p["vector_cols"]),
+            "bias_data": int(p["vector_rows"]),
+        }
     if function.startswith(("arm_avgpool", "arm_max_pool")):
         return {"input": _n(p, "input_dims")}
     if function.startswith("arm_elementwise"):
@@ -175,7 +178,9 @@ def measurer(core: str, harness: Any | None) -> tuple[Measure, str]:
     if time_cases is not None:
 
         def timed(cases: Sequence[Any]) -> list[tuple[int, int]]:
-            return [(t.instructions, t.cycles) for t in time_cases(core, cases, harness=harness, timeout=300.0)]
+            return [
+                (t.instructions, t.cycles) for t in time_cases(core, cases, harness=harness, timeout=300.0)
+            ]
 
         return timed, TIMED_SOURCE
     from refsim.qemu.counting import count_instructions
@@ -235,7 +240,9 @@ def _tree_hash(root: Path, patterns: Sequence[str]) -> str:
     return h.hexdigest()[:16]
 
 
-def provenance(library: str, kernels_dir: Path | None, core: Any, cycles_source: str, argv: Sequence[str]) -> dict:
+def provenance(
+    library: str, kernels_dir: Path | None, core: Any, cycles_source: str, argv: Sequence[str]
+) -> dict:
     from refsim.qemu.build import KERNELS_C
     from refsim.qemu.cores import COMMON_CFLAGS
     from refsim.qemu.toolchain import find_toolchain
@@ -318,17 +325,22 @@ def calibrate(
         Path | None,
         typer.Option("--kernels-dir", help="A CMSIS-NN-API library (Include/, Source/); default kernels_c."),
     ] = None,
-    cpu: Annotated[list[str] | None, typer.Option("--cpu", help="Core to calibrate (repeatable; default all).")] = None,
+    cpu: Annotated[
+        list[str] | None, typer.Option("--cpu", help="Core to calibrate (repeatable; default all).")
+    ] = None,
     library: Annotated[
         str | None,
-        typer.Option("--library", help="Name of the calibration (directory); default cmsis-nn with --kernels-dir."),
+        typer.Option(
+            "--library", help="Name of the calibration (directory); default cmsis-nn with --kernels-dir."
+        ),
     ] = None,
     kernel: Annotated[
         list[str] | None,
         typer.Option("--kernel", help="Only these functions, routing variants or families (repeatable)."),
     ] = None,
     out_dir: Annotated[
-        Path | None, typer.Option("--out-dir", help="Write <library>/<core>.json here (default isa_models/calibration).")
+        Path | None,
+        typer.Option("--out-dir", help="Write <library>/<core>.json here (default isa_models/calibration)."),
     ] = None,
 ) -> None:
     """Measure every CMSIS-NN function's sweep on each core and fit the cost formulas."""
@@ -338,7 +350,9 @@ def calibrate(
         raise RefsimError(f"--kernels-dir {kernels_dir}: not a directory")
     name = library or ("cmsis-nn" if kernels_dir is not None else "kernels_c")
     argv = sys.argv[2:] if len(sys.argv) > 2 and sys.argv[1] == "calibrate" else []
-    table = Table("core", "function / variant", "fit", "held out", "instr err (max)", "cycle err (max)", "source")
+    table = Table(
+        "core", "function / variant", "fit", "held out", "instr err (max)", "cycle err (max)", "source"
+    )
     for core in _cores(cpu):
         document = calibrate_core(core, library=name, kernels_dir=kernels_dir, only=kernel, argv=argv)
         path = calibration.path_for(name, core, out_dir)
