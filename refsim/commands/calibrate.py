@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import shlex
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -290,8 +292,16 @@ def calibrate_core(
     rows = sweep_calls(core.tier, only)
     if not rows:
         raise RefsimError(f"calibrate: no sweep shapes match {', '.join(only or [])}")
-    rng = np.random.default_rng(seed)
-    cases = [make_case(function, shape, rng) for function, _key, shape, _held in rows]
+    # One generator per shape (seeded by the shape itself): a case's data, and so its data-dependent
+    # counts (rounding and saturation branches), do not depend on which other shapes are swept.
+    cases = [
+        make_case(
+            function,
+            shape,
+            np.random.default_rng([seed, zlib.crc32(json.dumps([function, shape], sort_keys=True).encode())]),
+        )
+        for function, _key, shape, _held in rows
+    ]
     measured: list[tuple[int, int]] = [(0, 0)] * len(cases)
     for group in _batches(cases):
         for i, m in zip(group, measure([cases[i] for i in group]), strict=True):
