@@ -16,7 +16,8 @@ is a model assumption. The instruction-timed cycles (refsim/qemu/timing.py, docs
                   + branch_refill   per taken branch: ``taken_branch_refill`` (+1 when the target
                                     is a 32-bit instruction that is not word aligned, on cores
                                     with ``unaligned_target_refill``); LE of a low-overhead loop:
-                                    ``loop_end_refill``
+                                    ``loop_end_refill``; POP {..,PC}/LDR PC: ``load_pc_refill``;
+                                    BL: ``call_extra_cycles`` more
 
 and the system (isa_models/systems.py) adds memory wait states. Peak MAC/cycle: the int8
 multiply-accumulates per cycle of the best instruction sequence (REFERENCE.md section 4).
@@ -68,6 +69,8 @@ class CoreModel:
     taken_branch_refill: int
     unaligned_target_refill: int
     loop_end_refill: int | None  # LE of the low-overhead-branch extension; None: no LOB
+    load_pc_refill: int  # refill after POP {..,PC} / LDR PC (the load itself is a load/store)
+    call_extra_cycles: int  # BL beyond branch_cycles + taken_branch_refill
     # loads and stores
     load_store_rule: str  # "trm": the fields below replace llvm-mca's time; "llvm": llvm-mca's
     load_cycles: int
@@ -125,6 +128,8 @@ CORE_MODELS: dict[str, CoreModel] = {
             taken_branch_refill=1,  # B taken 2, BL 3 (= 2 + its second half), BX/BLX 2
             unaligned_target_refill=0,
             loop_end_refill=None,
+            load_pc_refill=2,  # M0+ TRM: POP {..,PC} 3+N
+            call_extra_cycles=1,  # M0+ TRM: BL 3 cycles
             load_store_rule="trm",
             load_cycles=2,
             pipelined_load_cycles=2,  # the M0+ does not pipeline neighbouring loads
@@ -166,6 +171,8 @@ CORE_MODELS: dict[str, CoreModel] = {
             taken_branch_refill=2,  # TRM: 1 + P, P = 1..3; P = 2 base, +1 for an unaligned 32-bit target
             unaligned_target_refill=1,
             loop_end_refill=None,
+            load_pc_refill=2,
+            call_extra_cycles=0,
             load_store_rule="trm",
             load_cycles=2,
             pipelined_load_cycles=1,
@@ -205,6 +212,8 @@ CORE_MODELS: dict[str, CoreModel] = {
             taken_branch_refill=2,
             unaligned_target_refill=1,
             loop_end_refill=None,
+            load_pc_refill=2,
+            call_extra_cycles=0,
             load_store_rule="trm",
             load_cycles=2,
             pipelined_load_cycles=1,
@@ -243,6 +252,8 @@ CORE_MODELS: dict[str, CoreModel] = {
             taken_branch_refill=0,  # BTAC-predicted taken branches fold; mispredicts not modeled
             unaligned_target_refill=0,
             loop_end_refill=None,
+            load_pc_refill=0,
+            call_extra_cycles=0,
             load_store_rule="llvm",  # ARMScheduleM7.td models both load pipes and dual issue
             load_cycles=1,
             pipelined_load_cycles=1,
@@ -286,6 +297,8 @@ CORE_MODELS: dict[str, CoreModel] = {
             taken_branch_refill=2,
             unaligned_target_refill=1,
             loop_end_refill=None,
+            load_pc_refill=2,
+            call_extra_cycles=0,
             load_store_rule="trm",
             load_cycles=2,
             pipelined_load_cycles=1,
@@ -327,6 +340,8 @@ CORE_MODELS: dict[str, CoreModel] = {
             taken_branch_refill=2,  # model assumption: no published figure (4-stage, no predictor)
             unaligned_target_refill=0,
             loop_end_refill=0,  # LE hits the loop-branch cache after the first iteration
+            load_pc_refill=2,
+            call_extra_cycles=0,
             load_store_rule="llvm",  # ARMScheduleM55.td models the MVE load and MAC pipes and beats
             load_cycles=1,
             pipelined_load_cycles=1,
@@ -371,6 +386,8 @@ CORE_MODELS: dict[str, CoreModel] = {
             taken_branch_refill=0,  # predicted taken branches fold (branch predictor); mispredicts not modeled
             unaligned_target_refill=0,
             loop_end_refill=0,
+            load_pc_refill=0,
+            call_extra_cycles=0,
             load_store_rule="llvm",
             load_cycles=1,
             pipelined_load_cycles=1,

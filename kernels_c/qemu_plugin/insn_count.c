@@ -275,6 +275,18 @@ static void on_end(unsigned int vcpu_index, void *userdata)
     in_call = 0;
 }
 
+/**
+ * The size of a Thumb instruction from its first halfword (0b11101, 0b11110, 0b11111 in the top
+ * bits: 32-bit). Not qemu_plugin_insn_size: at a page end QEMU reads the next halfword to see
+ * whether the next instruction crosses the page, and those bytes are appended to the last one.
+ */
+static uint64_t thumb_size(const struct qemu_plugin_insn *insn)
+{
+    const uint8_t *data = qemu_plugin_insn_data(insn);
+    const unsigned top = (unsigned)(data[1] >> 3);
+    return (top == 0x1D || top == 0x1E || top == 0x1F) ? 4 : 2;
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
@@ -283,7 +295,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     {
         const uint64_t start = qemu_plugin_tb_vaddr(tb);
         struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
-        const uint64_t bytes = qemu_plugin_insn_vaddr(last) + qemu_plugin_insn_size(last) - start;
+        const uint64_t bytes = qemu_plugin_insn_vaddr(last) + thumb_size(last) - start;
         tb_counter *c = new_tb_counter(start, (uint32_t)n, (uint32_t)bytes);
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb_exec, QEMU_PLUGIN_CB_NO_REGS, c);
     }
