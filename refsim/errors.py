@@ -4,6 +4,7 @@ The CLI prints ``str(error)`` on one line and exits non-zero; it never shows a t
 for a ``RefsimError``.
 """
 
+from isa_models.errors import IsaModelError
 from kernels_py.errors import KernelArgumentError, KernelError
 
 
@@ -21,7 +22,7 @@ class UnsupportedError(RefsimError):
 
 #: What the CLI reports as a one-line error: refsim's own errors and kernels_py's argument
 #: errors (kernels_py cannot import refsim, so its base class stands beside ours).
-USER_ERRORS: tuple[type[Exception], ...] = (RefsimError, KernelError)
+USER_ERRORS: tuple[type[Exception], ...] = (RefsimError, KernelError, IsaModelError)
 
 __all__ = [
     "USER_ERRORS",

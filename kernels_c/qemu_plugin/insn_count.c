@@ -2,7 +2,7 @@
  * refsim insn_count: a QEMU TCG plugin that counts, per kernel call, how often each guest
  * instruction executed between the harness's markers rs_kernel_begin and rs_kernel_end.
  *
- *   qemu-system-arm ... -plugin insn_count.so,begin=0x1234,end=0x1240,out=counts.bin
+ *   qemu-system-arm ... -plugin insn_count.so,begin=0x1234,end=0x1240,out=counts.bin[,blocks=1]
  *
  * begin, end: the (even) addresses of the two marker functions, from the ELF symbol table;
  * out: the file to write. The plugin knows nothing about instruction classes: Python maps
@@ -21,6 +21,15 @@
  * n) followed by n (address, count) pairs; at exit (END_MARK, calls) and (FLAGS_MARK,
  * flags): bit 0 a call was still open at exit, bit 1 a begin came while a call was open,
  * bit 2 an end came with no call open. A file without the end records was cut short.
+ *
+ * blocks=1 (refsim/qemu/timing.py) also counts translation blocks, QEMU's dynamic basic blocks
+ * (a block ends at every branch; a jump into the middle of one starts a new, overlapping block).
+ * A callback at the start of every block, while a call is open, bumps the block's execution
+ * count, and when the block was entered other than by falling through from the block just
+ * executed (its start differs from the end of that block), the new block's "entered by a jump"
+ * count and the previous block's "left by a taken branch" count. The file is then version 2:
+ * each call's (CALL_MARK, n) pairs are followed by (BLOCK_MARK, m) and m blocks of two pairs,
+ * (start | insns << 32 | bytes << 48, executions) and (entered by a jump, left by a jump).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -33,9 +42,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 #define FILE_MAGIC 0x544E43534E495352ULL /* "RSINSCNT" read as a little-endian u64 */
 #define FILE_VERSION 1ULL
+#define FILE_VERSION_BLOCKS 2ULL
 #define CALL_MARK 0xFFFFFFFFFFFFFFFFULL
 #define END_MARK 0xFFFFFFFFFFFFFFFEULL
 #define FLAGS_MARK 0xFFFFFFFFFFFFFFFDULL
+#define BLOCK_MARK 0xFFFFFFFFFFFFFFFCULL
 
 #define FLAG_OPEN_AT_EXIT 1ULL
 #define FLAG_NESTED_BEGIN 2ULL
@@ -56,6 +67,29 @@ typedef struct block
     size_t used;
     counter counters[BLOCK_COUNTERS];
 } block;
+
+/* One translation block, counted only while a call is open (zeroed at rs_kernel_begin). */
+typedef struct
+{
+    uint64_t vaddr;
+    uint32_t insns;
+    uint32_t bytes;
+    uint64_t executions;
+    uint64_t jumped_in;
+    uint64_t jumped_out;
+} tb_counter;
+
+typedef struct tb_block
+{
+    struct tb_block *next;
+    size_t used;
+    tb_counter counters[BLOCK_COUNTERS];
+} tb_block;
+
+static tb_block *first_tb_block;
+static tb_block *last_tb_block;
+static tb_counter *previous_tb; /* the block executed last in the open call */
+static int count_blocks;
 
 static block *first_block;
 static block *last_block;
@@ -93,6 +127,50 @@ static counter *new_counter(uint64_t vaddr)
     return c;
 }
 
+static tb_counter *new_tb_counter(uint64_t vaddr, uint32_t insns, uint32_t bytes)
+{
+    if (last_tb_block == NULL || last_tb_block->used == BLOCK_COUNTERS)
+    {
+        tb_block *b = calloc(1, sizeof(*b));
+        if (b == NULL)
+        {
+            qemu_plugin_outs("refsim insn_count: out of memory\n");
+            abort();
+        }
+        if (last_tb_block == NULL)
+        {
+            first_tb_block = b;
+        }
+        else
+        {
+            last_tb_block->next = b;
+        }
+        last_tb_block = b;
+    }
+    tb_counter *c = &last_tb_block->counters[last_tb_block->used++];
+    c->vaddr = vaddr;
+    c->insns = insns;
+    c->bytes = bytes;
+    return c;
+}
+
+static void on_tb_exec(unsigned int vcpu_index, void *userdata)
+{
+    (void)vcpu_index;
+    if (!in_call)
+    {
+        return;
+    }
+    tb_counter *c = userdata;
+    c->executions++;
+    if (previous_tb != NULL && previous_tb->vaddr + previous_tb->bytes != c->vaddr)
+    {
+        c->jumped_in++;
+        previous_tb->jumped_out++;
+    }
+    previous_tb = c;
+}
+
 static void write_pair(uint64_t a, uint64_t b)
 {
     const uint64_t pair[2] = {a, b};
@@ -114,7 +192,43 @@ static void on_begin(unsigned int vcpu_index, void *userdata)
             b->counters[i].base = b->counters[i].count;
         }
     }
+    for (tb_block *b = first_tb_block; b != NULL; b = b->next)
+    {
+        for (size_t i = 0; i < b->used; i++)
+        {
+            b->counters[i].executions = 0;
+            b->counters[i].jumped_in = 0;
+            b->counters[i].jumped_out = 0;
+        }
+    }
+    previous_tb = NULL;
     in_call = 1;
+}
+
+/** Writes (BLOCK_MARK, m) and the m blocks that executed in the call just closed. */
+static void write_blocks(void)
+{
+    uint64_t m = 0;
+    for (tb_block *b = first_tb_block; b != NULL; b = b->next)
+    {
+        for (size_t i = 0; i < b->used; i++)
+        {
+            m += b->counters[i].executions != 0;
+        }
+    }
+    write_pair(BLOCK_MARK, m);
+    for (tb_block *b = first_tb_block; b != NULL; b = b->next)
+    {
+        for (size_t i = 0; i < b->used; i++)
+        {
+            const tb_counter *c = &b->counters[i];
+            if (c->executions != 0)
+            {
+                write_pair(c->vaddr | (uint64_t)c->insns << 32 | (uint64_t)c->bytes << 48, c->executions);
+                write_pair(c->jumped_in, c->jumped_out);
+            }
+        }
+    }
 }
 
 static void on_end(unsigned int vcpu_index, void *userdata)
@@ -153,14 +267,38 @@ static void on_end(unsigned int vcpu_index, void *userdata)
     }
     write_pair(CALL_MARK, n);
     fwrite(pairs, 2 * sizeof(*pairs), n, out);
+    if (count_blocks)
+    {
+        write_blocks();
+    }
     calls++;
     in_call = 0;
+}
+
+/**
+ * The size of a Thumb instruction from its first halfword (0b11101, 0b11110, 0b11111 in the top
+ * bits: 32-bit). Not qemu_plugin_insn_size: at a page end QEMU reads the next halfword to see
+ * whether the next instruction crosses the page, and those bytes are appended to the last one.
+ */
+static uint64_t thumb_size(const struct qemu_plugin_insn *insn)
+{
+    const uint8_t *data = qemu_plugin_insn_data(insn);
+    const unsigned top = (unsigned)(data[1] >> 3);
+    return (top == 0x1D || top == 0x1E || top == 0x1F) ? 4 : 2;
 }
 
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
     const size_t n = qemu_plugin_tb_n_insns(tb);
+    if (count_blocks && n > 0)
+    {
+        const uint64_t start = qemu_plugin_tb_vaddr(tb);
+        struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
+        const uint64_t bytes = qemu_plugin_insn_vaddr(last) + thumb_size(last) - start;
+        tb_counter *c = new_tb_counter(start, (uint32_t)n, (uint32_t)bytes);
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb_exec, QEMU_PLUGIN_CB_NO_REGS, c);
+    }
     for (size_t i = 0; i < n; i++)
     {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -210,12 +348,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     const char *begin = NULL;
     const char *end = NULL;
     const char *path = NULL;
+    const char *blocks = NULL;
     for (int i = 0; i < argc; i++)
     {
         if (!parse_arg(argv[i], "begin", &begin) && !parse_arg(argv[i], "end", &end) &&
-            !parse_arg(argv[i], "out", &path))
+            !parse_arg(argv[i], "out", &path) && !parse_arg(argv[i], "blocks", &blocks))
         {
-            fprintf(stderr, "refsim insn_count: unknown argument %s (expected begin=, end=, out=)\n", argv[i]);
+            fprintf(stderr, "refsim insn_count: unknown argument %s (expected begin=, end=, out=, blocks=)\n",
+                    argv[i]);
             return -1;
         }
     }
@@ -232,7 +372,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "refsim insn_count: cannot create %s\n", path);
         return -1;
     }
-    write_pair(FILE_MAGIC, FILE_VERSION);
+    count_blocks = blocks != NULL && strcmp(blocks, "0") != 0;
+    write_pair(FILE_MAGIC, count_blocks ? FILE_VERSION_BLOCKS : FILE_VERSION);
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
     qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);
     return 0;

@@ -72,6 +72,19 @@ def conformance(
             "--count-instructions", help="Count executed instructions per case; write them to this JSON file."
         ),
     ] = None,
+    count_cycles: Annotated[
+        Path | None,
+        typer.Option(
+            "--count-cycles",
+            help="Instruction-timed cycles per case (QEMU blocks x llvm-mca + TRM rules); write them to this JSON file.",
+        ),
+    ] = None,
+    system: Annotated[
+        str | None,
+        typer.Option(
+            "--system", help="System preset for --count-cycles (memory wait states); default ideal-<core>."
+        ),
+    ] = None,
     failures_dir: Annotated[
         Path | None,
         typer.Option(
@@ -90,7 +103,9 @@ def conformance(
             table.add_row(name, fn.family, ", ".join(fn.arrays), str(len(fn.params)))
         console.print(table)
         return
-    if any(option is not None for option in (isa, cpu, kernels_dir, count_instructions)):
+    if system is not None and count_cycles is None:
+        raise typer.BadParameter("--system applies to --count-cycles")
+    if any(option is not None for option in (isa, cpu, kernels_dir, count_instructions, count_cycles)):
         if export_vectors is not None:
             raise typer.BadParameter("--export-vectors writes golden-model vectors: it takes no --isa/--cpu")
         _run_c_kernels(
@@ -103,6 +118,8 @@ def conformance(
             kernels_dir,
             count_instructions,
             failures_dir,
+            count_cycles=count_cycles,
+            system=system,
         )
         return
     if (vectors is None) == (export_vectors is None):
@@ -154,11 +171,28 @@ def _run_c_kernels(
     kernels_dir: Path | None,
     count_instructions: Path | None,
     failures_dir: Path | None,
+    *,
+    count_cycles: Path | None = None,
+    system: str | None = None,
 ) -> None:
     """``--isa``: generated cases (or ``--vectors DIR``) through C kernels on one core."""
     from refsim.conformance import vectors as vec
     from refsim.qemu import conformance as qc
+    from refsim.qemu import timing_cli
 
+    timed_cpu = cpu
+    if count_cycles is not None:
+        from isa_models.cores import get_core_model
+        from isa_models.systems import get_system
+
+        if system is not None:
+            get_system(system)
+        if cpu is not None:
+            get_core_model(cpu)
+            cpu = timing_cli.qemu_cpu_for(cpu)
+        if system is not None and cpu is None:
+            timed_cpu = cpu = get_system(system).core
+            cpu = timing_cli.qemu_cpu_for(cpu)
     with console.status("building the harness"):
         target = qc.resolve_target(isa, cpu, kernels_dir)
     tier = "public functions" if target.variant == "default" else f"{target.variant} variants"
@@ -204,6 +238,15 @@ def _run_c_kernels(
     if count_instructions is not None:
         qc.write_counts(count_instructions, report)
         _say(f"wrote {len(report.counts)} instruction counts to {count_instructions}")
+    if count_cycles is not None:
+        with console.status("timing the cases (QEMU blocks, llvm-mca)"):
+            labelled, header = timing_cli.count_cycles(
+                target, todo, cpu=timed_cpu, system=system, runnable=frozenset(report.kernels)
+            )
+        timing_cli.write_cycles(count_cycles, labelled, header)
+        _say(
+            f"wrote {len(labelled)} instruction-timed cycle records ({header['core']}, {header['system']}) to {count_cycles}"
+        )
     print(report.closing_line())
     if report.failed:
         raise typer.Exit(1)

@@ -1,0 +1,328 @@
+"""Instruction-timed cycles (refsim/qemu/timing.py): TRM-fixed loops come out exact, the tables
+answer unknown names with the valid ones, and kernels_c batches are timed repeatably.
+
+The TRM table the loops are checked against (Cortex-M4 TRM 3.3.1 Table 3-1 and 3.3.2
+"Load/store timings"; isa_models/cores.py): ALU 1; SMLAD 1; LDR 2, 1 when it pipelines after a
+load whose destination is not in its address; LDM 1+N; STR #imm 1; a load whose address the
+data-processing instruction just before computed +1; BL 1+P; taken B<cond> 1+P, not taken 1;
+P = 2 (the model's refill, within the TRM's 1..3).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from isa_models.cores import CORE_MODELS, get_core_model
+from isa_models.errors import UnknownNameError
+from isa_models.systems import SYSTEMS, get_system
+from refsim.qemu import build
+from refsim.qemu.blocks import Insn, kind_of, memory_cycles
+from refsim.qemu.cores import get_core
+from refsim.qemu.counting import count_instructions, find_host_cc
+from refsim.qemu.errors import QemuError, ToolchainMissingError
+from refsim.qemu.timing import COMPONENTS, qemu_core_for, time_blocks, time_cases, time_elf
+from refsim.qemu.toolchain import find_toolchain
+
+REQUIRED_SYSTEMS = (
+    "corstone-300",
+    "alif-e8",
+    "nucleo-l4r5zi",
+    "nucleo-h7a3zi",
+    "disco-f746ng",
+    "nrf5340",
+    "ek-ra6m4",
+    "nucleo-u575zi",
+    "ek-ra8d1",
+    "nucleo-g0b1re",
+)
+
+
+@pytest.fixture(scope="module")
+def timing(toolchain: None) -> None:
+    """Skip without the host compiler (plugin) or llvm-19 (llvm-mca-19, llvm-mc-19)."""
+    try:
+        find_host_cc()
+        from refsim.qemu.mca import MC, MCA, find_tool
+
+        find_tool(MCA)
+        find_tool(MC)
+    except ToolchainMissingError as error:
+        pytest.skip(str(error))
+
+
+# --- tables ---------------------------------------------------------------------------------------
+
+
+def test_every_core_and_preset_is_there_with_sources() -> None:
+    assert set(CORE_MODELS) == {f"cortex-{c}" for c in ("m0plus", "m3", "m4", "m7", "m33", "m55", "m85")}
+    for name in REQUIRED_SYSTEMS:
+        preset = get_system(name)
+        assert preset.sources and all(s.document and s.section for s in preset.sources), name
+        assert preset.clock_mhz > 0
+    for core in CORE_MODELS.values():
+        assert core.sources
+        assert get_system(f"ideal-{core.name.removeprefix('cortex-')}").core == core.name
+    assert len(SYSTEMS) == len(REQUIRED_SYSTEMS) + len(CORE_MODELS)
+
+
+@pytest.mark.parametrize(("lookup", "what"), [(get_core_model, "core"), (get_system, "system")])
+def test_unknown_names_list_the_valid_ones(lookup, what: str) -> None:
+    with pytest.raises(UnknownNameError) as info:
+        lookup("cortex-m99")
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{what} must be one of ")
+    assert ("cortex-m4" if what == "core" else "nucleo-l4r5zi") in message
+
+
+def test_qemu_code_paths_of_cores_qemu_cannot_run() -> None:
+    m0plus = qemu_core_for(get_core_model("cortex-m0plus"))
+    assert m0plus.machine == "mps2-an385" and "-mcpu=cortex-m0plus" in m0plus.gcc_flags
+    assert qemu_core_for(get_core_model("cortex-m85")).machine == "mps3-an547"
+
+
+# --- the TRM rules on their own ------------------------------------------------------------------
+
+
+def _block(*lines: str, start: int = 0x1000) -> dict[int, Insn]:
+    listing, address = {}, start
+    for line in lines:
+        mnemonic, _, operands = line.partition(" ")
+        size = 4 if mnemonic.endswith(".w") or mnemonic in ("smlad", "bl") else 2
+        listing[address] = Insn(address, size, mnemonic, operands.strip())
+        address += size
+    return listing
+
+
+def test_load_store_rule_of_the_m4_trm() -> None:
+    insns = list(
+        _block(
+            "ldr r2, [r0]",  # 2
+            "ldr r3, [r1, #4]",  # 1: pipelines after a load
+            "ldr r1, [r3]",  # 2: its address is the load just before
+            "ldm r1!, {r2, r3}",  # 1 + 2
+            "str r4, [r0, #8]",  # 1
+            "adds r0, r1, #0",
+            "ldr r2, [r0, #12]",  # 2 + 1: address computed just before
+            "str r2, [r0, r1]",  # 1: register offset, pipelined after a load
+            "pop {r4, r5, pc}",  # 1 + 3
+        ).values()
+    )
+    assert memory_cycles(insns, get_core_model("cortex-m4")) == [2, 1, 2, 3, 1, None, 3, 1, 4]
+    assert [kind_of(i) for i in insns][-2:] == ["store_reg", "multiple"]
+
+
+def test_m0plus_is_timed_by_its_trm_table() -> None:
+    """Cortex-M0+ TRM Table 3-1: ADDS 1, LDR 2, MULS 1, SUBS 1, BNE taken 2 (1 + refill 1)."""
+    listing = _block("adds r1, r1, #3", "ldr r2, [sp]", "muls r2, r1, r2", "subs r0, r0, #1", "bne.n 1000")
+    key = (0x1000, 5, 10)
+    cost = time_blocks(get_core_model("cortex-m0plus"), listing, [key])[key]
+    assert dict(cost.per_execution) == {
+        "issue": 3,
+        "load_store": 2,
+        "multiply": 0,
+        "branch": 1,
+        "unparsed": 0,
+    }
+    assert cost.per_jump_out == 1
+
+
+# --- hand-written loops under QEMU ---------------------------------------------------------------
+
+# Per iteration (TRM table above): 2+1+1+3+1+1+1+3+1 = 14, the taken BNE 1+2, the last one 1.
+# Before the loop 4 ALU instructions; after it BL rs_kernel_end 1+2.  Total 17 n + 5. On the
+# M3 the MAC is MLA, 2 cycles (Cortex-M3 TRM Table 3-1): 18 n + 5.
+LOOP_V7M = r"""
+    mov r0, sp
+    mov r1, sp
+    movs r4, #0
+    mov r5, r6
+1:  ldr r2, [r0]
+    ldr r3, [r1, #4]
+    MAC r4, r2, r3, r4
+    ldm r1!, {r2, r3}
+    subs r1, #8
+    str r4, [r0, #8]
+    adds r0, r1, #0
+    ldr r2, [r0, #12]
+    subs r5, #1
+    bne 1b
+"""
+
+# Cortex-M0+ TRM Table 3-1 (no load pipelining): LDR 2, LDR 2, MULS 1, ADDS 1, LDM 1+2, SUBS 1,
+# STR 2, SUBS 1 = 13; taken BNE 2, the last 1; 3 ALU before; BL rs_kernel_end 3. Total 15 n + 5.
+LOOP_V6M = r"""
+    mov r0, sp
+    movs r4, #0
+    mov r5, r6
+1:  ldr r2, [r0]
+    ldr r3, [r0, #4]
+    muls r2, r3, r2
+    adds r4, r4, r2
+    ldm r0!, {r2, r3}
+    subs r0, #8
+    str r4, [r0, #8]
+    subs r5, #1
+    bne 1b
+"""
+
+LOOP_S = r"""
+    .syntax unified
+    .thumb
+    .text
+    .global rs_timed_loop
+    .type rs_timed_loop, %function
+rs_timed_loop:
+    push {r4, r5, r6, lr}
+    sub sp, sp, #32
+    mov r6, r0
+    bl rs_kernel_begin
+BODY
+    bl rs_kernel_end
+    add sp, sp, #32
+    pop {r4, r5, r6, pc}
+    .size rs_timed_loop, . - rs_timed_loop
+"""
+
+MAIN_C = r"""
+#include <stdint.h>
+
+void rs_kernel_begin(void) __attribute__((noipa));
+void rs_kernel_end(void) __attribute__((noipa));
+void rs_kernel_begin(void) { __asm volatile("" ::: "memory"); }
+void rs_kernel_end(void) { __asm volatile("" ::: "memory"); }
+void rs_timed_loop(uint32_t n);
+
+int main(void)
+{
+    static const uint32_t lengths[] = {1, 2, 7, 1000};
+    for (uint32_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++)
+    {
+        rs_timed_loop(lengths[i]);
+    }
+    return 0;
+}
+"""
+LENGTHS = (1, 2, 7, 1000)
+
+#: core -> (loop body, cycles(n), instructions(n))
+LOOPS = {
+    "cortex-m4": (LOOP_V7M.replace("MAC", "smlad"), lambda n: 17 * n + 5, lambda n: 5 + 10 * n),
+    "cortex-m33": (LOOP_V7M.replace("MAC", "smlad"), lambda n: 17 * n + 5, lambda n: 5 + 10 * n),
+    "cortex-m3": (LOOP_V7M.replace("MAC", "mla"), lambda n: 18 * n + 5, lambda n: 5 + 10 * n),
+    "cortex-m0plus": (LOOP_V6M, lambda n: 15 * n + 5, lambda n: 4 + 9 * n),
+}
+
+
+def _build(core_name: str, body: str, directory: Path) -> Path:
+    """The loop on the board's startup (built for the board's own core, as for the M0+ harness)."""
+    core = qemu_core_for(get_core_model(core_name))
+    board = get_core(core.name)
+    gcc = str(find_toolchain().gcc)
+    (directory / "main.c").write_text(MAIN_C)
+    (directory / "loop.S").write_text(LOOP_S.replace("BODY", body))
+    script = directory / "link.ld"
+    template = build.KERNELS_C / build.LINKER_TEMPLATE
+    subprocess.run(
+        [gcc, "-E", "-P", "-x", "c", *build._memory_defines(core), str(template), "-o", str(script)],
+        check=True,
+    )
+    startup = directory / "startup.o"
+    subprocess.run(
+        [gcc, *build._cflags(board), "-c", str(build.KERNELS_C / "boards" / "startup.c"), "-o", str(startup)],
+        check=True,
+    )
+    sources = [build.KERNELS_C / "boards" / "semihost.c", directory / "main.c", directory / "loop.S"]
+    elf = directory / "loop.elf"
+    link = ["-nostartfiles", "-T", str(script), "-Wl,--gc-sections", "-o", str(elf)]
+    done = subprocess.run(
+        [gcc, *build._cflags(core), *map(str, sources), str(startup), *link],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return elf
+
+
+@pytest.mark.parametrize("core", list(LOOPS))
+def test_trm_fixed_loop_is_exact(core: str, tmp_path: Path, timing: None) -> None:
+    body, cycles, instructions = LOOPS[core]
+    calls = time_elf(core, _build(core, body, tmp_path))
+    assert [c["instructions"] for c in calls] == [instructions(n) for n in LENGTHS]
+    assert [c["cycles"] for c in calls] == [cycles(n) for n in LENGTHS]
+    for c in calls:
+        assert c["cycles"] == sum(c[name] for name in COMPONENTS)
+        assert c["unparsed"] == 0
+
+
+# --- kernels_c batches ---------------------------------------------------------------------------
+
+FUNCTIONS = ("arm_fully_connected_s8", "arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8")
+
+
+def _cases() -> list:
+    from refsim.conformance import vectors as vec
+    from refsim.qemu.conformance import to_batch_case
+
+    return [to_batch_case(c) for f in FUNCTIONS for c in vec.generate_cases(f, 2, 7)]
+
+
+@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m55"])
+def test_kernels_c_cases_are_timed_repeatably(core: str, timing: None) -> None:
+    cases = _cases()
+    first = time_cases(core, cases)
+    assert first == time_cases(core, cases)
+    counted = count_instructions(core, cases)
+    assert [t.instructions for t in first] == [c.total for c in counted]
+    for t in first:
+        assert t.cycles == sum(t.by_component.values()) and set(t.by_component) == set(COMPONENTS)
+        assert t.by_component["issue"] > 0 and t.macs
+    if core == "cortex-m4":  # single issue: never fewer cycles than instructions
+        assert all(t.cycles >= t.instructions for t in first)
+
+
+def test_flash_without_accelerator_costs_wait_states(timing: None) -> None:
+    """The same cases on a preset whose code sits in flash with wait states and no accelerator
+    take more cycles, all of it in ifetch_ws; with the ART accelerator (warm) none."""
+    import dataclasses
+
+    from isa_models import systems
+
+    cases = _cases()[:2]
+    ideal = time_cases("cortex-m4", cases)
+    art = time_cases("cortex-m4", cases, system="nucleo-l4r5zi")
+    assert [t.cycles for t in art] == [t.cycles for t in ideal]
+    slow = dataclasses.replace(get_system("nucleo-l4r5zi"), name="l4-no-art", instruction_accelerator=None)
+    systems.SYSTEMS[slow.name] = slow
+    try:
+        cold = time_cases("cortex-m4", cases, system=slow.name)
+    finally:
+        del systems.SYSTEMS[slow.name]
+    for c, i in zip(cold, ideal, strict=True):
+        assert c.by_component["ifetch_ws"] > 0
+        assert c.cycles - c.by_component["ifetch_ws"] == i.cycles
+
+
+def test_system_of_another_core_is_an_error(timing: None) -> None:
+    with pytest.raises(QemuError, match="built on cortex-m55"):
+        time_cases("cortex-m4", _cases()[:1], system="corstone-300")
+
+
+def test_count_cycles_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], timing: None) -> None:
+    from refsim.cli import main
+
+    out = tmp_path / "cycles.json"
+    args = ["conformance", "--cpu", "cortex-m85", "--kernel", "arm_fully_connected_s8", "--cases", "2"]
+    assert main([*args, "--count-cycles", str(out), "--system", "ek-ra8d1"]) == 0
+    document = json.loads(out.read_text())
+    assert document["core"] == "cortex-m85" and document["qemu_core"] == "cortex-m55"
+    assert [r["case"] for r in document["records"]] == [f"arm_fully_connected_s8/0_0000{i}" for i in (0, 1)]
+    assert all(r["cycles"] == sum(r["by_component"].values()) for r in document["records"])
+    capsys.readouterr()
+    assert main([*args, "--count-cycles", str(out), "--system", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "system must be one of" in err and "\n" not in err
