@@ -120,7 +120,7 @@ class LayerCycles:
     @property
     def bound(self) -> str:
         worst = max(self.memory.items(), key=lambda kv: kv[1], default=("memory", 0.0))
-        return "compute" if self.compute >= worst[1] else f"memory ({worst[0]})"
+        return "compute" if self.compute >= worst[1] else f"memory:{worst[0]}"
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ from isa_models.cost import Cost
 from isa_models.ethos_u import NpuContext, NpuLayer, layer_cycles
 from isa_models.ethos_u_arch import Block, get_accelerator
 from isa_models.ethos_u_supported import Call, npu_rejections, unsupported_function
-from isa_models.ethos_u_systems import MemoryMode, NpuSystem, resolve
+from isa_models.errors import IsaModelError
+from isa_models.ethos_u_systems import MEMORY_MODES, MemoryMode, NpuSystem, resolve
 from isa_models.ethos_u_weights import encoded_weight_bytes
 from isa_models.program import CopyWork, FloatWork, KernelWork, NoEstimate, Work, cost_of, dispatch_cost
 
@@ -70,14 +71,40 @@ class OpInput:
 
 @dataclass(frozen=True)
 class EthosRow:
+    """One op: where it runs, what runs it (Vela operator / CMSIS-NN function), its cost in NPU
+    cycles, what bounds it (compute, memory (sram|dram|off_chip_flash), host) and why an op
+    stays on the CPU (the violated rules)."""
+
     index: int | None
     name: str
     placement: str  # "NPU", "NPU (no-op)", "CPU", "host"
-    variant: str
+    operator: str
     cost: Cost  # cycles in NPU clock cycles
     bound: str = "-"
     note: str = ""
     layers: tuple = ()
+
+    @property
+    def estimated(self) -> bool:
+        return self.cost.estimated
+
+    @property
+    def variant(self) -> str:
+        """Placement, operator and bound in one column (the CPU estimate table's "variant")."""
+        bound = "" if self.bound in ("-", "host") else f", {self.bound}-bound"
+        return f"{self.placement}: {self.operator}{bound}"
+
+
+@dataclass(frozen=True)
+class EthosTarget:
+    """What the estimate is for, in the fields ``refsim run``'s report and table read."""
+
+    cpu: str
+    isa: str  # the host core's tier (its kernels for the CPU ops)
+    system: NpuSystem
+    clock_mhz: float
+    clock_note: str
+    exported_for: str | None = None
 
 
 @dataclass
@@ -92,6 +119,23 @@ class EthosEstimate:
     @property
     def clock_mhz(self) -> float:
         return self.system.clock_mhz
+
+    @property
+    def target(self) -> EthosTarget:
+        note = f"{self.system.name}, memory mode {self.mode.name}; host {self.host_core} at {self.host_clock_mhz:g} MHz"
+        return EthosTarget(self.accelerator, "mve", self.system, self.clock_mhz, note)
+
+    @property
+    def library(self) -> str:
+        return f"Vela-style NPU model + {self.host_core}"
+
+    @property
+    def total(self) -> Cost:
+        return sum((r.cost for r in self.rows), Cost())
+
+    @property
+    def cycles_total(self) -> int:
+        return self.total_cycles
 
     def _sum(self, placements: tuple[str, ...]) -> float:
         return sum(r.cost.cycles for r in self.rows if r.placement in placements)
@@ -256,8 +300,7 @@ def estimate_ops(
             macs += sum(layer.macs for layer in got)
             notes.append(note)
         cycles = sum(lc.total for lc in layers)
-        bounds = [lc.bound for lc in layers]
-        bound = max(set(bounds), key=bounds.count) if bounds else "-"
+        bound = max(layers, key=lambda lc: lc.total).bound if layers else "-"  # the costliest layer's
         moved: dict[str, int] = {}
         for lc in layers:
             for m, b in lc.bytes.items():
@@ -292,6 +335,28 @@ def _delegate_io(ops: Sequence[OpInput], est: EthosEstimate) -> int:
     return total
 
 
+def estimate_method(
+    method,
+    cost_hook: Callable,
+    accelerator: str,
+    *,
+    system: str | None = None,
+    clock_mhz: float | None = None,
+) -> EthosEstimate:
+    """``refsim run --estimate-cycles --cpu ethos-u...``: :func:`estimate_ops` of a refsim Method.
+
+    ``system`` names a Vela System_Config, a Memory_Mode, or both as ``<config>:<mode>``; the
+    NPU clock is the configuration's, so ``clock_mhz`` is refused."""
+    if clock_mhz is not None:
+        raise IsaModelError(
+            "--clock-mhz does not apply to an Ethos-U estimate: the --system configuration sets the clock"
+        )
+    mode = None
+    if system and ":" not in system and system.lower() in {m.lower() for m in MEMORY_MODES}:
+        system, mode = None, system
+    return estimate_ops(ops_from_method(method, cost_hook), accelerator, system=system, memory_mode=mode)
+
+
 def ops_from_method(method, cost_hook: Callable, tier: str = "mve") -> list[OpInput]:
     """The OpInputs of a refsim Method (duck-typed: ``method.calls`` with ``op.name``,
     ``instruction``, ``args``; ``cost_hook(op)(args, tier)`` -> Work list) — isa_models does not
@@ -313,4 +378,14 @@ def ops_from_method(method, cost_hook: Callable, tier: str = "mve") -> list[OpIn
     return out
 
 
-__all__ = ["HANDOVER", "EthosEstimate", "EthosRow", "Handover", "OpInput", "estimate_ops", "ops_from_method"]
+__all__ = [
+    "HANDOVER",
+    "EthosEstimate",
+    "EthosRow",
+    "EthosTarget",
+    "Handover",
+    "OpInput",
+    "estimate_method",
+    "estimate_ops",
+    "ops_from_method",
+]

@@ -43,10 +43,18 @@ def run(
         bool, typer.Option("--estimate-cycles", help="Estimate cycles per op (isa_models cost formulas).")
     ] = False,
     cpu: Annotated[
-        str | None, typer.Option("--cpu", help="Core for the estimate (cortex-m0plus ... m85).")
+        str | None,
+        typer.Option(
+            "--cpu",
+            help="Core for the estimate (cortex-m0plus ... m85), or an Ethos-U NPU (ethos-u55-32 ... ethos-u85-2048) with a cortex-m55 host.",
+        ),
     ] = None,
     system: Annotated[
-        str | None, typer.Option("--system", help="System preset for the estimate (clock, memories).")
+        str | None,
+        typer.Option(
+            "--system",
+            help="System preset for the estimate (clock, memories); for ethos-u: a Vela System_Config, Memory_Mode or CONFIG:MODE.",
+        ),
     ] = None,
     clock_mhz: Annotated[float | None, typer.Option("--clock-mhz", help="Clock for the latency.")] = None,
     plot: Annotated[
@@ -68,7 +76,13 @@ def run(
         from refsim.runtime.estimate import estimate_method
 
         t_est = time.perf_counter()
-        estimate = estimate_method(program, method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
+        if cpu and cpu.lower().startswith("ethos-u"):  # the NPU + its host core (isa_models.ethos_u_program)
+            from isa_models.ethos_u_program import estimate_method as estimate_ethos_u
+            from refsim.ops.cost import cost_hook
+
+            estimate = estimate_ethos_u(method, cost_hook, cpu, system=system, clock_mhz=clock_mhz)
+        else:
+            estimate = estimate_method(program, method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
         estimate_ms = (time.perf_counter() - t_est) * 1e3
         isa = estimate.target.isa
     if isa is None:
