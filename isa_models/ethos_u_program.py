@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isa_models.cost import Cost
+from isa_models.errors import IsaModelError
 from isa_models.ethos_u import NpuContext, NpuLayer, layer_cycles
 from isa_models.ethos_u_arch import Block, get_accelerator
 from isa_models.ethos_u_supported import Call, npu_rejections, unsupported_function
-from isa_models.errors import IsaModelError
 from isa_models.ethos_u_systems import MEMORY_MODES, MemoryMode, NpuSystem, resolve
 from isa_models.ethos_u_weights import encoded_weight_bytes
 from isa_models.program import CopyWork, FloatWork, KernelWork, NoEstimate, Work, cost_of, dispatch_cost

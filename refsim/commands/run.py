@@ -43,18 +43,10 @@ def run(
         bool, typer.Option("--estimate-cycles", help="Estimate cycles per op (isa_models cost formulas).")
     ] = False,
     cpu: Annotated[
-        str | None,
-        typer.Option(
-            "--cpu",
-            help="Core for the estimate (cortex-m0plus ... m85), or an Ethos-U NPU (ethos-u55-32 ... ethos-u85-2048) with a cortex-m55 host.",
-        ),
+        str | None, typer.Option("--cpu", help="Core for the estimate (cortex-m0plus ... m85).")
     ] = None,
     system: Annotated[
-        str | None,
-        typer.Option(
-            "--system",
-            help="System preset for the estimate (clock, memories); for ethos-u: a Vela System_Config, Memory_Mode or CONFIG:MODE.",
-        ),
+        str | None, typer.Option("--system", help="System preset for the estimate (clock, memories).")
     ] = None,
     clock_mhz: Annotated[float | None, typer.Option("--clock-mhz", help="Clock for the latency.")] = None,
     plot: Annotated[
