@@ -33,20 +33,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("kws", "vww", "ic", "ad")
 CONFIGS = ("ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u85-256")
+ALL_CONFIGS = (
+    "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512",
+    "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048",
+)  # fmt: skip
+CALIBRATION = ROOT / "isa_models" / "ethos_u_calibration.py"
 TARGET_PCT = 15.0
 
 
 def export(out_root: Path, models=MODELS, configs=CONFIGS) -> None:
     """Run ExecuTorch's Ethos-U flow (and so Vela) per model x config, keeping Vela's output."""
+    sys.path.insert(0, str(ROOT / "examples" / "models"))
+    import make_models
+
+    for name in models:
+        spec = make_models.MODELS[name]
+        _export_one(out_root, name, make_models.build(spec), make_models.calibration(spec), configs)
+
+
+def _export_one(out_root: Path, name: str, model, samples, configs) -> None:
+    """ExecuTorch's Ethos-U flow for one model on each config, keeping Vela's outputs."""
     import torch
     from ethosu.vela import vela
     from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
     from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
     from executorch.exir import to_edge_transform_and_lower
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    sys.path.insert(0, str(ROOT / "examples" / "models"))
-    import make_models
 
     original = vela.main
     state = {"count": 0, "dir": None}
@@ -60,32 +72,163 @@ def export(out_root: Path, models=MODELS, configs=CONFIGS) -> None:
 
     vela.main = keep_output
     try:
-        for name in models:
-            spec = make_models.MODELS[name]
-            model = make_models.build(spec)
-            samples = make_models.calibration(spec)
-            for config in configs:
-                t0 = time.perf_counter()
-                d = out_root / f"{name}_{config}"
-                shutil.rmtree(d, ignore_errors=True)
-                d.mkdir(parents=True)
-                state.update(count=0, dir=d)
-                cs = EthosUCompileSpec(config, extra_flags=["--verbose-performance"])
-                cs.dump_intermediate_artifacts_to(str(d))
-                quantizer = EthosUQuantizer(cs)
-                quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
-                exported = torch.export.export(model, (samples[0],)).module(check_guards=False)
-                prepared = prepare_pt2e(exported, quantizer)
-                with torch.no_grad():
-                    for x in samples:
-                        prepared(x)
-                converted = convert_pt2e(prepared)
-                to_edge_transform_and_lower(
-                    torch.export.export(converted, (samples[0],)), partitioner=[EthosUPartitioner(cs)]
-                )
-                print(f"exported {name} {config} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        for config in configs:
+            t0 = time.perf_counter()
+            d = out_root / f"{name}_{config}"
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir(parents=True)
+            state.update(count=0, dir=d)
+            cs = EthosUCompileSpec(config, extra_flags=["--verbose-performance"])
+            cs.dump_intermediate_artifacts_to(str(d))
+            quantizer = EthosUQuantizer(cs)
+            quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
+            exported = torch.export.export(model, (samples[0],)).module(check_guards=False)
+            prepared = prepare_pt2e(exported, quantizer)
+            with torch.no_grad():
+                for x in samples:
+                    prepared(x)
+            converted = convert_pt2e(prepared)
+            to_edge_transform_and_lower(
+                torch.export.export(converted, (samples[0],)), partitioner=[EthosUPartitioner(cs)]
+            )
+            print(f"exported {name} {config} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     finally:
         vela.main = original
+
+
+# --- calibration on synthetic networks (never on the four compared models) --------------------
+
+
+def synthetic_networks():
+    """Two networks with shapes unlike the MLPerf Tiny four: kernels 1/3/5, strides 1/2,
+    channels 8-120, square and wide-short maps. The only data the efficiency table is fitted on."""
+    import torch
+    from torch import nn
+
+    def cbr(ci, co, k, s=1, g=1):
+        return [nn.Conv2d(ci, co, k, s, k // 2, groups=g), nn.BatchNorm2d(co), nn.ReLU()]
+
+    class SynthA(nn.Module):  # 40x40x16
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(
+                *cbr(16, 24, 3), *cbr(24, 24, 3, 2, 24), *cbr(24, 48, 1), *cbr(48, 48, 5, 1, 48),
+                *cbr(48, 40, 1), *cbr(40, 56, 3, 2), *cbr(56, 56, 3, 1, 56), *cbr(56, 96, 1),
+            )  # fmt: skip
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(96, 20)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(self.pool(self.body(x)), 1))
+
+    class SynthB(nn.Module):  # 12x60x8
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(
+                *cbr(8, 32, 3), *cbr(32, 32, 3, 1, 32), *cbr(32, 80, 1), *cbr(80, 80, 3, 2, 80),
+                *cbr(80, 120, 1), *cbr(120, 32, 1), *cbr(32, 48, 5, 2),
+            )  # fmt: skip
+            self.fc1 = nn.Linear(48 * 3 * 15, 200)
+            self.fc2 = nn.Linear(200, 100)
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(torch.flatten(self.body(x), 1))))
+
+    return {"synth_a": (SynthA, (1, 16, 40, 40)), "synth_b": (SynthB, (1, 8, 12, 60))}
+
+
+def export_synthetic(out_root: Path, configs) -> None:
+    import torch
+
+    for name, (cls, shape) in synthetic_networks().items():
+        torch.manual_seed(0)
+        model = cls().eval().to(memory_format=torch.channels_last)
+        g = torch.Generator().manual_seed(1)
+        samples = [(torch.rand(shape, generator=g) * 2 - 1).to(memory_format=torch.channels_last) for _ in range(8)]
+        _export_one(out_root, name, model, samples, configs)
+
+
+def synthetic_layers(cls, shape) -> list:
+    """The NPU layers of a synthetic network, read from its modules (conv, depthwise, linear)."""
+    import torch
+    from torch import nn
+
+    from isa_models.ethos_u import NpuLayer
+    from isa_models.ethos_u_arch import Block
+
+    torch.manual_seed(0)
+    model, layers = cls().eval(), []
+
+    def hook(mod, inputs, y):
+        x = inputs[0]
+        if isinstance(mod, nn.Conv2d):
+            ifm, ofm = Block(x.shape[3], x.shape[2], x.shape[1]), Block(y.shape[3], y.shape[2], y.shape[1])
+            kind = "depthwise" if mod.groups > 1 else "conv"
+            kernel, stride = (mod.kernel_size[1], mod.kernel_size[0]), (mod.stride[1], mod.stride[0])
+            layers.append(NpuLayer(kind, ifm, ofm, kernel, stride, weights_bytes=mod.weight.numel(), bias_channels=ofm.d))
+        elif isinstance(mod, nn.Linear):
+            layers.append(NpuLayer("vector_product", Block(1, 1, x.shape[-1]), Block(1, 1, y.shape[-1]),
+                                   weights_bytes=mod.weight.numel(), bias_channels=y.shape[-1]))  # fmt: skip
+
+    for mod in model.modules():
+        if isinstance(mod, nn.Conv2d | nn.Linear):
+            mod.register_forward_hook(hook)
+    model(torch.zeros(shape))
+    return layers
+
+
+def fit_efficiency(vela_dir: Path, configs) -> dict[str, dict[str, float]]:
+    """Per configuration and layer class: Σ Vela NPU cycles / Σ this model's compute cycles over
+    the synthetic networks' layers (matched to Vela's per-layer rows by MAC count, in order)."""
+    from isa_models.ethos_u import NpuContext, compute_cycles, efficiency_class, choose_block
+    from isa_models.ethos_u_arch import get_accelerator
+    from isa_models.ethos_u_systems import EXECUTORCH_DEFAULTS, resolve
+
+    table: dict[str, dict[str, float]] = {}
+    for config in configs:
+        acc = get_accelerator(config)
+        ctx = NpuContext(acc, *resolve(acc.family, *EXECUTORCH_DEFAULTS[acc.family]))
+        sums: dict[str, list[float]] = {}
+        for name, (cls, shape) in synthetic_networks().items():
+            rows = [r for r in read_vela(vela_dir / f"{name}_{config}")["layers"] if r["macs"] > 0]
+            i = 0
+            for layer in synthetic_layers(cls, shape):
+                while i < len(rows) and rows[i]["macs"] != layer.macs:
+                    i += 1
+                if i == len(rows):
+                    raise SystemExit(f"{name} {config}: no Vela row with {layer.macs} MACs ({layer.kind})")
+                ours = compute_cycles(ctx, layer, choose_block(acc, layer), calibrated=False)
+                s = sums.setdefault(efficiency_class(layer), [0.0, 0.0, 0])
+                s[0] += rows[i]["npu"]
+                s[1] += ours
+                s[2] += 1
+                i += 1
+        table[config] = {k: round(v[0] / v[1], 4) for k, v in sorted(sums.items())}
+        table[config]["layers"] = sum(int(v[2]) for v in sums.values())
+    return table
+
+
+def write_calibration(table: dict, path: Path) -> None:
+    lines = [
+        '"""Efficiency of the Ethos-U MAC engine relative to isa_models.ethos_u\'s compute formula,',
+        "per configuration and layer class — GENERATED by ``benchmarks/ethos_u.py --calibrate`` (do not",
+        "edit by hand).",
+        "",
+        "    compute(layer) = EFFICIENCY[config][class(layer)] * formula(layer)",
+        "",
+        "Each factor = Σ Vela 5.1.0 NPU cycles / Σ formula cycles over the layers of that class in the",
+        "two synthetic networks of benchmarks/ethos_u.py (``synthetic_networks``: shapes unlike the",
+        "MLPerf Tiny models), exported through ExecuTorch 1.5.1's Ethos-U backend with its default",
+        "system configuration per family. The four MLPerf Tiny models, which the estimate is compared",
+        "with, are never used. ``layers`` = how many layers the factors of a configuration rest on.",
+        '"""',
+        "",
+        "EFFICIENCY: dict[str, dict[str, float]] = {",
+    ]
+    for config, row in table.items():
+        lines.append(f"    {config!r}: {row!r},")
+    lines += ["}", "", '__all__ = ["EFFICIENCY"]', ""]
+    path.write_text("\n".join(lines))
 
 
 def read_vela(d: Path) -> dict:
@@ -126,11 +269,25 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--export", type=Path, help="run ExecuTorch + Vela, keep the outputs in DIR")
     ap.add_argument("--vela-dir", type=Path, help="Vela outputs exported before")
+    ap.add_argument("--calibrate", type=Path, help="fit the efficiency table on the synthetic networks' "
+                    "Vela outputs in DIR (exported first when missing; needs executorch)")  # fmt: skip
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "ethos_u.json")
     a = ap.parse_args(argv)
     models, configs = a.models.split(","), a.configs.split(",")
+    if a.calibrate:
+        missing = [c for c in ALL_CONFIGS if not any((a.calibrate / f"{n}_{c}").glob("delegate*")
+                                                     for n in synthetic_networks())]  # fmt: skip
+        if missing:
+            export_synthetic(a.calibrate, missing)
+        table = fit_efficiency(a.calibrate, ALL_CONFIGS)
+        write_calibration(table, CALIBRATION)
+        for config, row in table.items():
+            print(config, row)
+        print(f"wrote {CALIBRATION.relative_to(ROOT)}")
+        if not (a.export or a.vela_dir):
+            return 0
     vela_dir = a.export or a.vela_dir
     if vela_dir is None:
         ap.error("give --export DIR (needs executorch) or --vela-dir DIR")

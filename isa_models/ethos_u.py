@@ -29,6 +29,9 @@ For one NPU layer on an accelerator (isa_models.ethos_u_arch) in a system and me
   block column), biases/scales 10 bytes per OFM channel. ``burst_penalty`` = memory burst /
   bytes fetched contiguously (a full-depth NHWC block reads depth x width at once, a partial
   depth reads only the block depth).
+- The MAC-engine part is scaled by an efficiency factor per configuration and layer class
+  (1x1 convolution, other convolution, depthwise, vector product), fitted on synthetic networks
+  against Vela (isa_models.ethos_u_calibration; 1.0 for classes without one).
 - ``fill``: one read latency of the IFM memory and one write latency of the OFM memory per layer
   (the first block cannot overlap anything) — the per-layer overhead.
 
@@ -36,8 +39,8 @@ Kinds of layer: ``conv`` (ConvolutionMxN), ``depthwise``, ``vector_product`` (fu
 ``avg_pool``/``max_pool`` (Pooling), ``reduce`` (ReduceSum), ``elementwise`` (add, mul, min,
 max, LUT activation), ``dma`` (a memory-to-memory copy, e.g. pad). Everything is restated from
 Vela 5.1.0's ``npu_performance.py`` and ``architecture_allocator.py`` (its legacy core, which
-documents the approach; its C++ core regor refines it) — no constant here was fitted to a Vela
-result.
+documents the approach; its C++ core regor refines it); the only fitted numbers are the
+efficiency factors, and those on synthetic shapes, never on the MLPerf Tiny comparison set.
 """
 
 from __future__ import annotations
@@ -339,8 +342,28 @@ def _dpu_block_cycles(acc: Accelerator, layer: NpuLayer, cfg: BlockConfig) -> fl
     return cycles / acc.cores
 
 
-def compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float:
-    """The MAC engine and output unit's cycles for the layer (see the module docstring)."""
+def efficiency_class(layer: NpuLayer) -> str:
+    """The class of layer an efficiency factor covers (isa_models.ethos_u_calibration)."""
+    if layer.kind == "conv":
+        return "conv_1x1" if layer.kernel == (1, 1) else "conv"
+    return layer.kind
+
+
+def efficiency(accelerator: str, layer: NpuLayer) -> float:
+    """The fitted factor for the layer's class on ``accelerator`` (1.0 where none was fitted)."""
+    from isa_models.ethos_u_calibration import EFFICIENCY
+
+    return float(EFFICIENCY.get(accelerator, {}).get(efficiency_class(layer), 1.0))
+
+
+def compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig, *, calibrated: bool = True) -> float:
+    """The MAC engine and output unit's cycles for the layer (see the module docstring), times
+    the configuration's fitted efficiency for the layer's class unless ``calibrated=False``."""
+    raw = _compute_cycles(ctx, layer, cfg)
+    return raw * efficiency(ctx.accelerator.name, layer) if calibrated else raw
+
+
+def _compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float:
     acc = ctx.accelerator
     rate = _output_rate(acc, layer)
     if layer.kind == "dma":
@@ -436,5 +459,7 @@ __all__ = [
     "NpuLayer",
     "choose_block",
     "compute_cycles",
+    "efficiency",
+    "efficiency_class",
     "layer_cycles",
 ]
