@@ -92,6 +92,17 @@ def conformance(
             help="Where to save the first failing case (default: a new temporary directory).",
         ),
     ] = None,
+    estimate: Annotated[
+        bool,
+        typer.Option(
+            "--estimate",
+            help="With --vectors DIR --cpu X: the cost model's instructions and cycles per case "
+            "(beside instruction-timed ones when QEMU is available).",
+        ),
+    ] = False,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="With --estimate: write per-case records to this JSON file.")
+    ] = None,
 ) -> None:
     """Check or produce CMSIS-NN conformance vectors (format: docs/conformance.md)."""
     from refsim.conformance import registry
@@ -102,6 +113,13 @@ def conformance(
         for name, fn in registry.functions().items():
             table.add_row(name, fn.family, ", ".join(fn.arrays), str(len(fn.params)))
         console.print(table)
+        return
+    if estimate or json_path is not None:
+        from refsim.commands.conformance_estimate import estimate_vectors
+
+        if not estimate or vectors is None or cpu is None:
+            raise typer.BadParameter("--estimate needs --vectors DIR and --cpu (and --json needs --estimate)")
+        estimate_vectors(vectors, cpu, kernel, json_path, kernels_dir=kernels_dir, system=system)
         return
     if system is not None and count_cycles is None:
         raise typer.BadParameter("--system applies to --count-cycles")
