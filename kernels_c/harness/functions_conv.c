@@ -63,18 +63,18 @@ const uint8_t rs_conv_dtypes[RS_CONV_NUM_ARRAYS] = {RS_DTYPE_INT8, RS_DTYPE_INT8
                                                     RS_DTYPE_INT32};
 
 #if RS_HAVE_DSP
-    #define CONV_DSP_OR_NULL(fn) fn
+    #define CONV_DSP_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define CONV_DSP_OR_NULL(fn) NULL
 #endif
 #if RS_HAVE_MVE
-    #define CONV_MVE_OR_NULL(fn) fn
+    #define CONV_MVE_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define CONV_MVE_OR_NULL(fn) NULL
 #endif
 #define CONV_VARIANTS(public_fn, stem)                                                                             \
     {                                                                                                              \
-        public_fn, stem##_scalar, CONV_DSP_OR_NULL(stem##_dsp), CONV_MVE_OR_NULL(stem##_mve)                       \
+        public_fn, RS_TIER_FN(stem##_scalar), CONV_DSP_OR_NULL(stem##_dsp), CONV_MVE_OR_NULL(stem##_mve)                       \
     }
 
 #if RS_HAVE_MVE

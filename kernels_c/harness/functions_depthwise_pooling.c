@@ -16,17 +16,17 @@
 #include "variants.h"
 
 #if RS_HAVE_DSP
-    #define DWP_DSP_OR_NULL(fn) fn
+    #define DWP_DSP_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define DWP_DSP_OR_NULL(fn) NULL
 #endif
 #if RS_HAVE_MVE
-    #define DWP_MVE_OR_NULL(fn) fn
+    #define DWP_MVE_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define DWP_MVE_OR_NULL(fn) NULL
 #endif
 #define DWP_VARIANTS(public_fn, stem)                                                                              \
-    {public_fn, stem##_scalar, DWP_DSP_OR_NULL(stem##_dsp), DWP_MVE_OR_NULL(stem##_mve)}
+    {public_fn, RS_TIER_FN(stem##_scalar), DWP_DSP_OR_NULL(stem##_dsp), DWP_MVE_OR_NULL(stem##_mve)}
 
 /** Largest tensor a case may describe (bytes); every dimension is also at most 0xFFFF. */
 #define DWP_MAX_ELEMENTS (8U << 20)
