@@ -175,10 +175,12 @@ static int32_t dwp_size_opt(const dwp_depthwise *d, uint8_t variant)
     {
     case RS_VARIANT_DEFAULT:
         return arm_depthwise_conv_s8_opt_get_buffer_size(&d->input_dims, &d->filter_dims);
+#if !RS_PUBLIC_API_ONLY /* kernels_c's own tier queries (CMSIS-NN has only the public one) */
     case RS_VARIANT_DSP:
         return arm_depthwise_conv_s8_opt_get_buffer_size_dsp(&d->input_dims, &d->filter_dims);
     case RS_VARIANT_MVE:
         return arm_depthwise_conv_s8_opt_get_buffer_size_mve(&d->input_dims, &d->filter_dims);
+#endif
     default:
         return 0;
     }

@@ -399,6 +399,37 @@ def save_reproducer(report: Report, failure: Failure, directory: Path) -> Path:
     return vec.write_case(directory, case)
 
 
+def failure_kind(message: str) -> str:
+    """The kind of a failure message: ``CPU fault``, ``kernel status``, ``harness``, ``output size``
+    or ``wrong values`` (what :func:`compare_result` and :func:`run_cases` write)."""
+    if message.startswith("CPU fault"):
+        return "CPU fault"
+    if message.startswith("kernel returned"):
+        return "kernel status " + message.split()[2]
+    if message.startswith("harness:"):
+        return message
+    if message.startswith("output size"):
+        return "output size"
+    return "wrong values"
+
+
+def mismatch_classes(report: Report) -> dict[tuple[str, str], list[Failure]]:
+    """The failures by class (function, :func:`failure_kind`), in order of first appearance."""
+    classes: dict[tuple[str, str], list[Failure]] = {}
+    for failure in report.failures:
+        classes.setdefault((failure.case.function, failure_kind(failure.message)), []).append(failure)
+    return classes
+
+
+def save_reproducers(report: Report, directory: Path) -> dict[tuple[str, str], Path]:
+    """The first failing case of every mismatch class, written into one vector directory (so
+    ``--vectors directory`` reruns one case per class); the file of each class."""
+    return {
+        key: save_reproducer(report, failures[0], directory)
+        for key, failures in mismatch_classes(report).items()
+    }
+
+
 def counts_document(report: Report) -> dict[str, Any]:
     """The ``--count-instructions`` JSON: one record per counted case."""
     target = report.target
@@ -428,13 +459,16 @@ __all__ = [
     "build_library_harness",
     "compare_result",
     "counts_document",
+    "failure_kind",
     "generate_cases",
     "kernel_functions",
     "library_layout",
+    "mismatch_classes",
     "resolve_core",
     "resolve_target",
     "run_cases",
     "save_reproducer",
+    "save_reproducers",
     "to_batch_case",
     "write_counts",
 ]
