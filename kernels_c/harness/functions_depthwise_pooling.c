@@ -347,9 +347,8 @@ uint16_t rs_check_pool(const rs_case *c, uint32_t *output_bytes, uint32_t *scrat
     const int32_t *p = c->params;
     const uint32_t input = dwp_elements(p[POOL_IN_N], p[POOL_IN_H], p[POOL_IN_W], p[POOL_IN_C]);
     const uint32_t output = dwp_elements(p[POOL_OUT_N], p[POOL_OUT_H], p[POOL_OUT_W], p[POOL_OUT_C]);
-    const int one_image = c->function_id != RS_FN_AVGPOOL_S8 || p[POOL_IN_N] == 1;
     if (input == 0 || output == 0 || dwp_elements(1, p[POOL_FILTER_H], p[POOL_FILTER_W], 1) == 0 ||
-        p[POOL_OUT_N] != p[POOL_IN_N] || p[POOL_OUT_C] != p[POOL_IN_C] || !one_image || p[POOL_STRIDE_H] < 1 ||
+        p[POOL_OUT_N] != p[POOL_IN_N] || p[POOL_OUT_C] != p[POOL_IN_C] || p[POOL_STRIDE_H] < 1 ||
         p[POOL_STRIDE_W] < 1 || p[POOL_STRIDE_H] > 0xFFFF || p[POOL_STRIDE_W] > 0xFFFF || p[POOL_PAD_H] < 0 ||
         p[POOL_PAD_W] < 0 || p[POOL_PAD_H] > 0x7FFF || p[POOL_PAD_W] > 0x7FFF || c->count[0] != input)
     {

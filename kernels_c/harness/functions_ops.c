@@ -463,10 +463,23 @@ uint16_t rs_run_pad(const rs_case *c, const rs_case_memory *mem, int32_t *kernel
 typedef arm_cmsis_nn_status (*transpose_fn)(RS_TRANSPOSE_ARGS);
 static const transpose_fn transpose_variants[4] = OPS_VARIANTS(arm_transpose_s8, rs_transpose_s8);
 
+/** Elements of a transpose tensor: the product of its first num_dims dims, which are all CMSIS-NN
+ * reads (its unit tests pass the unused trailing ones as 0); all four when num_dims is not 1..4. */
+static uint32_t tr_elements(const int32_t *dims, int32_t num_dims)
+{
+    int32_t used[4] = {1, 1, 1, 1};
+    const int32_t rank = num_dims >= 1 && num_dims <= 4 ? num_dims : 4;
+    for (int32_t i = 0; i < rank; i++)
+    {
+        used[i] = dims[i];
+    }
+    return ops_elements(used);
+}
+
 uint16_t rs_check_transpose(const rs_case *c, uint32_t *output_bytes, uint32_t *scratch_bytes)
 {
-    const uint32_t in = ops_elements(c->params + 5);
-    const uint32_t out = ops_elements(c->params + 9);
+    const uint32_t in = tr_elements(c->params + 5, c->params[0]);
+    const uint32_t out = tr_elements(c->params + 9, c->params[0]);
     if (in == 0 || out == 0 || c->count[0] != in)
     {
         return RS_CASE_BAD_ARGS;
