@@ -25,6 +25,7 @@ import subprocess
 import sys
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,6 +35,9 @@ from rich.table import Table
 
 from refsim.cli import app, console
 from refsim.errors import RefsimError
+
+#: ``--library-commit``: what the checkout is (a copy without .git cannot say), for provenance.
+LIBRARY_COMMIT: ContextVar[str] = ContextVar("refsim_calibrate_library_commit", default="")
 
 HELD_OUT_EVERY = 4
 MAX_BATCH_BYTES = 1_500_000
@@ -232,6 +236,19 @@ def _version(command: list[str]) -> str:
         return "unavailable"
 
 
+def _flags(kernels_dir: Path | None, core: Any, common: Sequence[str]) -> str:
+    """The compiler flags of the measured code: a CMake library is built by its own project
+    (CMAKE_C_FLAGS = the core's flags + refsim.qemu.library.LIBRARY_CFLAGS, its own -O level)."""
+    if kernels_dir is not None and (kernels_dir / "CMakeLists.txt").is_file():
+        from refsim.qemu.library import LIBRARY_CFLAGS
+
+        return (
+            " ".join((*core.gcc_flags, *LIBRARY_CFLAGS))
+            + " + the library's own CMake options (-Ofast for CMSIS-NN)"
+        )
+    return " ".join((*common, *core.gcc_flags))
+
+
 def _tree_hash(root: Path, patterns: Sequence[str]) -> str:
     h = hashlib.sha256()
     for pattern in patterns:
@@ -260,6 +277,8 @@ def provenance(
         commit = _version(["git", "-C", str(kernels_dir), "rev-parse", "HEAD"])
         if not commit or commit == "unavailable" or "fatal" in commit:
             commit = "sources " + _tree_hash(kernels_dir, ("Source/**/*.c", "Include/**/*.h"))
+        if LIBRARY_COMMIT.get():
+            commit = f"{LIBRARY_COMMIT.get()} ({commit})"
     else:
         commit = "kernels_c sources " + _tree_hash(KERNELS_C, ("src/**/*.c", "src/**/*.h", "harness/*.[ch]"))
     return {
@@ -297,14 +316,17 @@ def calibrate_core(
         raise RefsimError(str(exc)) from None
     qcore = _qemu_core(model)
     harness = None
+    available = None
     if kernels_dir is not None:
         if model.arch == "armv6-m":
             raise RefsimError(f"--kernels-dir on {model.name}: ARMv6-M library builds are not supported yet")
         from refsim.qemu.conformance import build_library_harness
 
-        harness, _available = build_library_harness(qcore, kernels_dir)
+        harness, available = build_library_harness(qcore, kernels_dir)
     measure, source = measurer(model.name, harness)
     rows = sweep_calls(model.tier, only)
+    if available is not None:  # a library measures the functions it has (refsim_lut_s8 is ours)
+        rows = [r for r in rows if r[0] in available]
     if not rows:
         raise RefsimError(f"calibrate: no sweep shapes match {', '.join(only or [])}")
     # One generator per shape (seeded by the shape itself): a case's data, and so its data-dependent
@@ -377,6 +399,9 @@ def calibrate(
         list[str] | None,
         typer.Option("--kernel", help="Only these functions, routing variants or families (repeatable)."),
     ] = None,
+    library_commit: Annotated[
+        str | None, typer.Option("--library-commit", help="Record this as the library's commit (provenance).")
+    ] = None,
     out_dir: Annotated[
         Path | None,
         typer.Option("--out-dir", help="Write <library>/<core>.json here (default isa_models/calibration)."),
@@ -388,6 +413,7 @@ def calibrate(
     if kernels_dir is not None and not kernels_dir.is_dir():
         raise RefsimError(f"--kernels-dir {kernels_dir}: not a directory")
     name = library or ("cmsis-nn" if kernels_dir is not None else "kernels_c")
+    LIBRARY_COMMIT.set(library_commit or "")
     argv = sys.argv[2:] if len(sys.argv) > 2 and sys.argv[1] == "calibrate" else []
     table = Table(
         "core", "function / variant", "fit", "held out", "instr err (max)", "cycle err (max)", "source"

@@ -209,7 +209,13 @@ def _estimate_calls(est: Estimate, method: Method, target: Target, library: str)
             works = cost_hook(op)(call.args, target.isa)
             cost = cost_of(works, target.cpu, library=library, system=target.system)
             variant = _variant(works, target.isa)
-            note = "; ".join(getattr(w, "reason", "") for w in works if getattr(w, "reason", ""))
+            notes = [getattr(w, "reason", "") for w in works if getattr(w, "reason", "")]
+            notes += [
+                src.split(" (", 1)[1].rstrip(")") + ": " + src.split("/", 1)[0] + " fit"
+                for src in cost.sources
+                if " has none" in src
+            ]
+            note = "; ".join(notes)
         except OpError as exc:
             raise EstimateError(str(exc)) from None
         except (CostModelError, CalibrationError, IsaModelError) as exc:
