@@ -6,8 +6,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # Debian packages for kernels_c (QEMU runs of the C kernels); installed only when missing.
 # flatbuffers-compiler gives flatc, which cross-checks our .pte schema in the tests.
-# gcc (host) builds the QEMU instruction-counting plugin.
-APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm flatbuffers-compiler gcc
+# gcc (host) builds the QEMU instruction-counting plugin; llvm-19 gives llvm-mca-19 and llvm-mc-19,
+# which time each executed block for the instruction-timed cycles (--count-cycles).
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm flatbuffers-compiler gcc llvm-19
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_WORKERS ?= 2
 

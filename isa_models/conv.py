@@ -20,6 +20,7 @@ L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
                 outside whole L-blocks (copied one by one)
     blocks    = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/L⌋·G  (MVE: ⌈P/Pb⌉·C·⌈K/L⌉·G, the K tail is predicated)
     k_tail    = ⌊P/Pb⌋·Pb·C·(K mod L)·G   (0 on MVE)                 scalar tail MACs
+    passes    = ⌊P/Pb⌋·⌊C/Cb⌋·G (MVE: ⌈P/Pb⌉·C·G)      per (column block, channel block) set-up
     odd_columns  = (P mod Pb)·C·K·G  (MVE: (P mod Pb)·C·⌈K/L⌉·G)      the leftover pixel(s)
     odd_channels = ⌊P/Pb⌋·(C mod Cb)·K·G  (0 on MVE)                  the leftover channel
 
@@ -82,10 +83,12 @@ def _mat_mult(tier: str, columns: int, channels: int, depth: int) -> dict[str, f
     full_chans, odd_chans = divmod(channels, b.channels)
     if tier == "mve":
         k_passes = ceil_div(depth, b.reduce_lanes)
-        return {"blocks": float(ceil_div(columns, b.columns) * channels * k_passes), "k_tail": 0.0,
+        passes = ceil_div(columns, b.columns) * channels
+        return {"blocks": float(passes * k_passes), "k_tail": 0.0, "passes": float(passes),
                 "odd_columns": float(odd_cols * channels * k_passes), "odd_channels": 0.0}  # fmt: skip
     k_passes, k_left = divmod(depth, b.reduce_lanes)
     return {
+        "passes": float(full_cols * full_chans),
         "blocks": float(full_cols * full_chans * k_passes),
         "k_tail": float(full_cols * b.columns * channels * k_left),
         "odd_columns": float(odd_cols * channels * depth),

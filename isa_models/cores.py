@@ -12,6 +12,11 @@ is a model assumption. The instruction-timed cycles (refsim/qemu/timing.py, docs
                                     run of loads/stores replaces llvm-mca's for it (LDR 2,
                                     pipelined LDR 1, STR #imm 1, LDM/STM/PUSH/POP 1+N, ...)
                   + multiply        TRM multiply cycles llvm-mca lacks (M3: MLA/MLS 2)
+                  + mve_overlap     where ``mve_pair_overlap``: an MVE load/store next to an MVE
+                                    compute instruction runs its beats alongside it (dual-beat
+                                    overlap, M55/M85 TRM "beat-wise execution"): each such
+                                    adjacent pair takes 4 / ``mve_beats_per_tick`` cycles
+                                    together instead of llvm-mca's two spans
                   + branch          ``branch_cycles`` per executed branch instruction
                   + branch_refill   per taken branch: ``taken_branch_refill`` (+1 when the target
                                     is a 32-bit instruction that is not word aligned, on cores
@@ -85,6 +90,7 @@ class CoreModel:
     multiply_cycles: int
     multiply_accumulate_cycles: int
     mve_beats_per_tick: int | None
+    mve_pair_overlap: bool  # add the beat overlap of adjacent MVE load/store + MVE compute pairs
     sources: tuple[Source, ...]
 
     @property
@@ -142,6 +148,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=None,
+            mve_pair_overlap=False,
             sources=(
                 Source(
                     _M0P_TRM,
@@ -185,6 +192,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=2,
             mve_beats_per_tick=None,
+            mve_pair_overlap=False,
             sources=(
                 Source(
                     _M3_TRM,
@@ -226,6 +234,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=None,
+            mve_pair_overlap=False,
             sources=(
                 Source(
                     _M4_TRM,
@@ -266,6 +275,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=None,
+            mve_pair_overlap=False,
             sources=(
                 Source(
                     _M7_TRM,
@@ -311,6 +321,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=None,
+            mve_pair_overlap=False,
             sources=(
                 Source(
                     _M33_TRM,
@@ -354,6 +365,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=2,
+            mve_pair_overlap=False,  # ARMScheduleM55.td already overlaps them
             sources=(
                 Source(
                     _M55_TRM,
@@ -400,6 +412,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=2,
+            mve_pair_overlap=True,  # ARMScheduleM85.td serializes VLDR and VMLADAV (4 cycles; M55 model 2)
             sources=(
                 Source(
                     _M85_TRM,
@@ -407,7 +420,12 @@ CORE_MODELS: dict[str, CoreModel] = {
                     "7-stage dual-issue in-order pipeline, branch prediction, dual-beat MVE, LOB, "
                     "L1 instruction and data caches, TCMs",
                 ),
-                Source(_LLVM, "ARMScheduleM85.td", "IssueWidth 2; MVE pipes; llvm-mca-19 has the model"),
+                Source(
+                    _LLVM,
+                    "ARMScheduleM85.td",
+                    "IssueWidth 2; llvm-mca-19 times VLDRB.U8 + VMLADAVA.S8 at 4 cycles (2 + 2, no beat "
+                    "overlap) where the M55 model gives 2: the overlap is added (mve_pair_overlap)",
+                ),
             ),
         ),
     )

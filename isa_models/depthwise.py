@@ -13,8 +13,8 @@ inside the input — the kernels skip padding — and λ channels per pass from
     pixels   = P                      per-pixel window clipping and pointer setup
     outputs  = P·C                    per-output requantization and store
     taps     = T                      per valid (pixel, tap): row/column loop overhead
-    blocks   = T·⌊C/λ⌋  (⌈C/λ⌉ on MVE)   channel-parallel MAC passes (ch_mult 1)
-    c_tail   = T·(C mod λ) (0 on MVE)    leftover channels, one MAC each (ch_mult 1)
+    blocks   = T·⌊C/λ⌋  (MVE: T·⌊C/8⌋, 8 int16 lanes)   channel-parallel MAC passes (ch_mult 1)
+    c_tail   = T·(C mod λ) (MVE: T·⌈(C mod 8)/4⌉ int32 passes)   leftover channels (ch_mult 1)
     ch_mult > 1 runs other loops (each input channel's outputs as one run), so its passes are
     features of their own: runs = T·C_IN, blocks_mult = T·C_IN·⌊m/λ⌋ (MVE: T·⌈C/λ⌉),
     tail_mult = T·C_IN·(m mod λ)
@@ -83,8 +83,11 @@ def _features(p: Params, tier: str) -> Features:
         "blocks_mult": 0.0,
         "tail_mult": 0.0,
     }
-    if tier == "mve":
-        features["blocks" if mult == 1 else "blocks_mult"] = float(taps * ceil_div(o.c, lanes))
+    if tier == "mve" and mult == 1:  # 8 channels per pass in int16 lanes, then 4-lane int32 passes
+        features["blocks"] = float(taps * (o.c // 8))
+        features["c_tail"] = float(taps * ceil_div(o.c % 8, lanes))
+    elif tier == "mve":
+        features["blocks_mult"] = float(taps * ceil_div(o.c, lanes))
     elif mult == 1:
         features["blocks"], features["c_tail"] = float(taps * (o.c // lanes)), float(taps * (o.c % lanes))
     else:  # per input channel, its ch_mult outputs: blocks of λ within the run, then a tail

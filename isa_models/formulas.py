@@ -98,15 +98,33 @@ def estimate_call(
     library: str | None = None,
     tier: str | None = None,
     memory: str = "sram",
+    fallback: bool = True,
 ) -> Cost:
     """The Cost of one call of ``function`` on ``core`` from ``library``'s calibration
     (default: :data:`isa_models.calibration.DEFAULT_LIBRARY`)."""
-    from isa_models.calibration import load
+    from isa_models.calibration import LIBRARY_PREFERENCE, CalibrationError, load
 
     calibration = load(core, library)
     tier = tier or calibration.tier
     call = describe_call(function, params, tier)
     fit = calibration.functions.get(call.key)
+    source = f"{calibration.library}/{core}:{call.key}"
+    if fit is None and fallback:
+        # A library without this function (refsim_lut_s8 is refsim's own): the next library's fit,
+        # named in the sources so the report says which numbers are not the chosen library's.
+        for other in LIBRARY_PREFERENCE:
+            if other == calibration.library:
+                continue
+            try:
+                alt = load(core, other)
+            except CalibrationError:
+                continue
+            if call.key in alt.functions and alt.tier == tier:
+                fit, source = (
+                    alt.functions[call.key],
+                    f"{other}/{core}:{call.key} ({calibration.library} has none)",
+                )
+                break
     if fit is None:
         raise CostModelError(
             f"{calibration.library} calibration for {core} has no fit for {call.key} "
@@ -118,7 +136,7 @@ def estimate_call(
         cycles=max(fit.evaluate("cycles", call.features), 0.0),
         bytes_read={memory: call.bytes_read},
         bytes_written={memory: call.bytes_written},
-        sources=(f"{calibration.library}/{core}:{call.key}",),
+        sources=(source,),
     )
 
 

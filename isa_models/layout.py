@@ -8,9 +8,11 @@ arm_transpose_s8 walks the output element by element (2-D: a strided gather). A 
 
     arm_pad_s8:        call, rows = N·H input rows (one copy each, with the W padding fills
                        around it), pixel_runs = N·H·W when C is padded (then a copy and two fills
-                       per pixel), copied = input bytes, filled = output bytes - input bytes
+                       per pixel), copied_words / copied_bytes = input bytes
+                       copied word-aligned / otherwise (memcpy), filled = padding bytes
     arm_transpose_s8:  axes merged as the kernel merges them; rows = output runs of the innermost
-                       merged axis, copied = elements when that run is contiguous in the input,
+                       merged axis, copied_words/copied_bytes = elements when that run is contiguous
+                       in the input (aligned runs / not),
                        gathered = elements when strided (4 per pass, 8 on MVE), gather_tail
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
@@ -31,14 +33,25 @@ def _pad_out(p: Params) -> tuple[int, int, int, int]:
     return (i.n + a.n + b.n, i.h + a.h + b.h, i.w + a.w + b.w, i.c + a.c + b.c)
 
 
+def _copy_split(total: int, run: int, aligned: bool) -> tuple[float, float]:
+    """(word-aligned bytes, other bytes) of copying ``total`` bytes in runs of ``run``: memcpy
+    moves words only when source and destination stay word aligned from run to run."""
+    if aligned and run % 4 == 0:
+        return float(total), 0.0
+    return 0.0, float(total)
+
+
 def _pad_features(p: Params, tier: str) -> Features:
     i, a, b = dims(p, "input_size"), dims(p, "pre_pad"), dims(p, "post_pad")
     n, h, w, c = _pad_out(p)
     copied = i.n * i.h * i.w * i.c
     rows = i.n * i.h
-    pixel_runs = rows * i.w if (a.c or b.c) else 0
-    return {"call": 1.0, "rows": float(rows), "pixel_runs": float(pixel_runs), "copied": float(copied),
-            "filled": float(n * h * w * c - copied)}  # fmt: skip
+    c_padded = bool(a.c or b.c)
+    run = i.c if c_padded else i.w * i.c
+    aligned = (a.w * c) % 4 == 0 and (c % 4 == 0 if c_padded else (w * c) % 4 == 0 or i.n * i.h == 1)
+    words, other = _copy_split(copied, run, aligned)
+    return {"call": 1.0, "rows": float(rows), "pixel_runs": float(rows * i.w if c_padded else 0),
+            "copied_words": words, "copied_bytes": other, "filled": float(n * h * w * c - copied)}  # fmt: skip
 
 
 def _pad_macs(p: Params) -> int:
@@ -90,10 +103,12 @@ def _transpose_features(p: Params, tier: str) -> Features:
     rows = total // run
     lanes = 4 if tier != "mve" else 8
     gathered = stride != 1
+    words, other = (0.0, 0.0) if gathered else _copy_split(total, run, True)
     return {
         "call": 1.0,
         "rows": float(rows),
-        "copied": float(0 if gathered else total),
+        "copied_words": words,
+        "copied_bytes": other,
         "gathered": float(total if gathered else 0),
         "gather_tail": float(rows * (run % lanes) if gathered else 0),
     }

@@ -14,9 +14,12 @@ The timing layer (refsim/qemu/timing.py) charges, per executed block,
                                                           lines of ``flash_line_bytes`` stream
                                                           behind execution; a taken branch waits
                                                           for a fresh line
-    data_ws   = reads(weights) * ws                       weights in flash, no data cache
-              = ceil(bytes read / flash_line_bytes) * ws  with a data cache / accelerator line
-                                                          buffer (each line fetched once)
+    data_ws   = line_switches(weights) * ws               weights in flash/MRAM read through a
+                                                          one-line buffer (no data cache, or
+                                                          weights larger than it): every read of
+                                                          a line other than the last one read
+              = distinct_lines(weights) * ws              the weights fit ``data_cache_bytes``:
+                                                          each line missed once (cold cache)
 
 Latency here means wait states added to a single-cycle access; SRAM and TCM are zero-wait on
 every preset unless stated.
@@ -48,6 +51,7 @@ class SystemPreset:
     flash_line_bytes: int  # width of one flash read (prefetch/line buffer)
     instruction_accelerator: str | None  # ART accelerator, flash cache, L1 I-cache, ...
     data_cache: str | None  # L1 D-cache or flash data cache covering weights in flash
+    data_cache_bytes: int  # its capacity (0: none)
     sram_wait_states: int
     tcm_wait_states: int
     sources: tuple[Source, ...]
@@ -76,6 +80,7 @@ def _ideal(core: str) -> SystemPreset:
         flash_line_bytes=16,
         instruction_accelerator=None,
         data_cache=None,
+        data_cache_bytes=0,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(Source("refsim", "isa_models/systems.py", "every memory single cycle; 100 MHz nominal"),),
@@ -101,6 +106,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=16,
         instruction_accelerator=None,
         data_cache=None,
+        data_cache_bytes=0,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
@@ -128,6 +134,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=16,
         instruction_accelerator=None,
         data_cache="M55 L1 D-cache 32 KiB",
+        data_cache_bytes=32768,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
@@ -155,6 +162,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=8,
         instruction_accelerator="ART accelerator (prefetch + 1 KiB instruction cache)",
         data_cache="ART data cache (8 lines)",
+        data_cache_bytes=256,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
@@ -183,6 +191,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=16,
         instruction_accelerator="Cortex-M7 L1 I-cache 16 KiB",
         data_cache="Cortex-M7 L1 D-cache 16 KiB",
+        data_cache_bytes=16384,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
@@ -211,6 +220,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=16,
         instruction_accelerator="ART accelerator on ITCM interface + L1 I-cache 4 KiB",
         data_cache="Cortex-M7 L1 D-cache 4 KiB",
+        data_cache_bytes=4096,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
@@ -243,6 +253,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=16,
         instruction_accelerator="CACHE: 8 KiB instruction/data cache",
         data_cache="CACHE: 8 KiB instruction/data cache (shared)",
+        data_cache_bytes=8192,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
@@ -265,6 +276,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=16,
         instruction_accelerator="FCACHE flash cache + prefetch buffer",
         data_cache=None,
+        data_cache_bytes=0,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
@@ -295,6 +307,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=16,
         instruction_accelerator="ICACHE 8 KiB",
         data_cache="DCACHE 4 KiB",
+        data_cache_bytes=4096,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
@@ -320,6 +333,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=32,
         instruction_accelerator="Cortex-M85 L1 I-cache 32 KiB",
         data_cache="Cortex-M85 L1 D-cache 32 KiB",
+        data_cache_bytes=32768,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(
@@ -350,6 +364,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_line_bytes=8,
         instruction_accelerator="prefetch buffer + instruction cache (2 lines of 64 bits)",
         data_cache=None,
+        data_cache_bytes=0,
         sram_wait_states=0,
         tcm_wait_states=0,
         sources=(

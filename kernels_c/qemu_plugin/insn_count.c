@@ -30,6 +30,12 @@
  * count and the previous block's "left by a taken branch" count. The file is then version 2:
  * each call's (CALL_MARK, n) pairs are followed by (BLOCK_MARK, m) and m blocks of two pairs,
  * (start | insns << 32 | bytes << 48, executions) and (entered by a jump, left by a jump).
+ *
+ * data=FILE,line=N (with blocks=1): FILE holds, per call in call order, the guest address range
+ * [lo, hi) of its constant arrays (weights, bias, requantization), as little-endian u64 pairs.
+ * Every data read in the range while the call is open counts: after the blocks, (DATA_MARK,
+ * reads), then (line switches, distinct lines): how often a read's N-byte line differed from
+ * the previous such read's (a one-line buffer), and how many distinct lines were read.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +53,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define END_MARK 0xFFFFFFFFFFFFFFFEULL
 #define FLAGS_MARK 0xFFFFFFFFFFFFFFFDULL
 #define BLOCK_MARK 0xFFFFFFFFFFFFFFFCULL
+#define DATA_MARK 0xFFFFFFFFFFFFFFFBULL
 
 #define FLAG_OPEN_AT_EXIT 1ULL
 #define FLAG_NESTED_BEGIN 2ULL
@@ -90,6 +97,15 @@ static tb_block *first_tb_block;
 static tb_block *last_tb_block;
 static tb_counter *previous_tb; /* the block executed last in the open call */
 static int count_blocks;
+
+/* Constant-data reads of the open call (data=FILE). */
+static uint64_t *data_ranges; /* lo, hi per call */
+static uint64_t data_calls;
+static uint64_t line_bytes = 16;
+static uint64_t data_lo, data_hi;
+static uint64_t data_reads, line_switches, distinct_lines, last_line;
+static uint8_t *line_seen;
+static size_t line_seen_size;
 
 static block *first_block;
 static block *last_block;
@@ -171,6 +187,55 @@ static void on_tb_exec(unsigned int vcpu_index, void *userdata)
     previous_tb = c;
 }
 
+static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *userdata)
+{
+    (void)vcpu_index;
+    (void)userdata;
+    if (!in_call || vaddr < data_lo || vaddr >= data_hi || qemu_plugin_mem_is_store(info))
+    {
+        return;
+    }
+    data_reads++;
+    const uint64_t line = (vaddr - data_lo) / line_bytes;
+    if (line != last_line)
+    {
+        line_switches++;
+        last_line = line;
+    }
+    if (!line_seen[line])
+    {
+        line_seen[line] = 1;
+        distinct_lines++;
+    }
+}
+
+/** Sets the data range of call number `calls` and clears its counters. */
+static void start_data_call(void)
+{
+    data_lo = data_hi = 0;
+    data_reads = line_switches = distinct_lines = 0;
+    last_line = UINT64_MAX;
+    if (calls >= data_calls)
+    {
+        return;
+    }
+    data_lo = data_ranges[2 * calls];
+    data_hi = data_ranges[2 * calls + 1];
+    const size_t lines = (size_t)((data_hi - data_lo + line_bytes - 1) / line_bytes) + 1;
+    if (lines > line_seen_size)
+    {
+        free(line_seen);
+        line_seen = calloc(lines, 1);
+        line_seen_size = line_seen == NULL ? 0 : lines;
+        if (line_seen == NULL)
+        {
+            qemu_plugin_outs("refsim insn_count: out of memory\n");
+            abort();
+        }
+    }
+    memset(line_seen, 0, lines);
+}
+
 static void write_pair(uint64_t a, uint64_t b)
 {
     const uint64_t pair[2] = {a, b};
@@ -202,6 +267,10 @@ static void on_begin(unsigned int vcpu_index, void *userdata)
         }
     }
     previous_tb = NULL;
+    if (data_ranges != NULL)
+    {
+        start_data_call();
+    }
     in_call = 1;
 }
 
@@ -271,6 +340,11 @@ static void on_end(unsigned int vcpu_index, void *userdata)
     {
         write_blocks();
     }
+    if (data_ranges != NULL)
+    {
+        write_pair(DATA_MARK, data_reads);
+        write_pair(line_switches, distinct_lines);
+    }
     calls++;
     in_call = 0;
 }
@@ -304,6 +378,12 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         const uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
         counter *c = new_counter(vaddr);
+        if (data_ranges != NULL)
+        {
+            /* QEMU 7.2 reports no loads to a QEMU_PLUGIN_MEM_R callback (stores only, measured):
+             * register for both and drop the stores in on_mem. */
+            qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+        }
         qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &c->count, 1);
         if (vaddr == begin_addr)
         {
@@ -330,6 +410,29 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
     out = NULL;
 }
 
+/** Reads the data=FILE ranges; 1 on success. */
+static int read_ranges(const char *name)
+{
+    FILE *f = fopen(name, "rb");
+    if (f == NULL)
+    {
+        return 0;
+    }
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (size <= 0 || size % 16 != 0)
+    {
+        fclose(f);
+        return 0;
+    }
+    data_ranges = malloc((size_t)size);
+    const int ok = data_ranges != NULL && fread(data_ranges, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    data_calls = (uint64_t)size / 16;
+    return ok;
+}
+
 /** Parses "name=value" into *value when the name matches; 1 if it did. */
 static int parse_arg(const char *arg, const char *name, const char **value)
 {
@@ -349,10 +452,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     const char *end = NULL;
     const char *path = NULL;
     const char *blocks = NULL;
+    const char *data = NULL;
+    const char *line = NULL;
     for (int i = 0; i < argc; i++)
     {
         if (!parse_arg(argv[i], "begin", &begin) && !parse_arg(argv[i], "end", &end) &&
-            !parse_arg(argv[i], "out", &path) && !parse_arg(argv[i], "blocks", &blocks))
+            !parse_arg(argv[i], "out", &path) && !parse_arg(argv[i], "blocks", &blocks) &&
+            !parse_arg(argv[i], "data", &data) && !parse_arg(argv[i], "line", &line))
         {
             fprintf(stderr, "refsim insn_count: unknown argument %s (expected begin=, end=, out=, blocks=)\n",
                     argv[i]);
@@ -373,6 +479,18 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         return -1;
     }
     count_blocks = blocks != NULL && strcmp(blocks, "0") != 0;
+    if (line != NULL)
+    {
+        line_bytes = strtoull(line, NULL, 0);
+    }
+    if (data != NULL)
+    {
+        if (!count_blocks || line_bytes == 0 || !read_ranges(data))
+        {
+            fprintf(stderr, "refsim insn_count: data= needs blocks=1, line>0 and a readable range file %s\n", data);
+            return -1;
+        }
+    }
     write_pair(FILE_MAGIC, count_blocks ? FILE_VERSION_BLOCKS : FILE_VERSION);
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
     qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);

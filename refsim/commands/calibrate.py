@@ -25,6 +25,7 @@ import subprocess
 import sys
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,6 +35,9 @@ from rich.table import Table
 
 from refsim.cli import app, console
 from refsim.errors import RefsimError
+
+#: ``--library-commit``: what the checkout is (a copy without .git cannot say), for provenance.
+LIBRARY_COMMIT: ContextVar[str] = ContextVar("refsim_calibrate_library_commit", default="")
 
 HELD_OUT_EVERY = 4
 MAX_BATCH_BYTES = 1_500_000
@@ -232,6 +236,19 @@ def _version(command: list[str]) -> str:
         return "unavailable"
 
 
+def _flags(kernels_dir: Path | None, core: Any, common: Sequence[str]) -> str:
+    """The compiler flags of the measured code: a CMake library is built by its own project
+    (CMAKE_C_FLAGS = the core's flags + refsim.qemu.library.LIBRARY_CFLAGS, its own -O level)."""
+    if kernels_dir is not None and (kernels_dir / "CMakeLists.txt").is_file():
+        from refsim.qemu.library import LIBRARY_CFLAGS
+
+        return (
+            " ".join((*core.gcc_flags, *LIBRARY_CFLAGS))
+            + " + the library's own CMake options (-Ofast for CMSIS-NN)"
+        )
+    return " ".join((*common, *core.gcc_flags))
+
+
 def _tree_hash(root: Path, patterns: Sequence[str]) -> str:
     h = hashlib.sha256()
     for pattern in patterns:
@@ -243,7 +260,13 @@ def _tree_hash(root: Path, patterns: Sequence[str]) -> str:
 
 
 def provenance(
-    library: str, kernels_dir: Path | None, core: Any, cycles_source: str, argv: Sequence[str]
+    library: str,
+    kernels_dir: Path | None,
+    core: Any,
+    cycles_source: str,
+    argv: Sequence[str],
+    *,
+    mcpu: str = "",
 ) -> dict:
     from refsim.qemu.build import KERNELS_C
     from refsim.qemu.cores import COMMON_CFLAGS
@@ -254,6 +277,8 @@ def provenance(
         commit = _version(["git", "-C", str(kernels_dir), "rev-parse", "HEAD"])
         if not commit or commit == "unavailable" or "fatal" in commit:
             commit = "sources " + _tree_hash(kernels_dir, ("Source/**/*.c", "Include/**/*.h"))
+        if LIBRARY_COMMIT.get():
+            commit = f"{LIBRARY_COMMIT.get()} ({commit})"
     else:
         commit = "kernels_c sources " + _tree_hash(KERNELS_C, ("src/**/*.c", "src/**/*.h", "harness/*.[ch]"))
     return {
@@ -262,7 +287,8 @@ def provenance(
         "gcc": _version([str(toolchain.gcc), "--version"]),
         "qemu": _version([str(toolchain.qemu), "--version"]),
         "llvm_mca": _version(["llvm-mca-19", "--version"]) if cycles_source == TIMED_SOURCE else "not used",
-        "flags": " ".join((*COMMON_CFLAGS, *core.gcc_flags)),
+        "flags": " ".join((*COMMON_CFLAGS, *core.gcc_flags))
+        + (f" (code built with -mcpu={mcpu})" if mcpu else ""),
         "command": "refsim calibrate " + " ".join(shlex.quote(a) for a in argv),
         "date": datetime.date.today().isoformat(),
         "cycles_source": cycles_source,
@@ -278,28 +304,35 @@ def calibrate_core(
     argv: Sequence[str],
     seed: int = 0,
 ) -> dict:
-    """Measure the sweep on one core and return the calibration document."""
+    """Measure the sweep on one core model (isa_models.cores: cortex-m0plus .. m85; M0+ and M85
+    run on their code path's QEMU board, timed with their own model) and return the document."""
     from isa_models import calibration, formulas
-    from refsim.qemu.cores import get_core
+    from isa_models.cores import get_core_model
+    from isa_models.errors import IsaModelError
 
-    core = get_core(core_name)
+    try:
+        model = get_core_model(core_name)
+    except IsaModelError as exc:
+        raise RefsimError(str(exc)) from None
+    qcore = _qemu_core(model)
     harness = None
+    available = None
     if kernels_dir is not None:
+        if model.arch == "armv6-m":
+            raise RefsimError(f"--kernels-dir on {model.name}: ARMv6-M library builds are not supported yet")
         from refsim.qemu.conformance import build_library_harness
 
-        harness, _available = build_library_harness(core, kernels_dir)
-    measure, source = measurer(core_name, harness)
-    rows = sweep_calls(core.tier, only)
+        harness, available = build_library_harness(qcore, kernels_dir)
+    measure, source = measurer(model.name, harness)
+    rows = sweep_calls(model.tier, only)
+    if available is not None:  # a library measures the functions it has (refsim_lut_s8 is ours)
+        rows = [r for r in rows if r[0] in available]
     if not rows:
         raise RefsimError(f"calibrate: no sweep shapes match {', '.join(only or [])}")
     # One generator per shape (seeded by the shape itself): a case's data, and so its data-dependent
     # counts (rounding and saturation branches), do not depend on which other shapes are swept.
     cases = [
-        make_case(
-            function,
-            shape,
-            np.random.default_rng([seed, zlib.crc32(json.dumps([function, shape], sort_keys=True).encode())]),
-        )
+        make_case(function, shape, np.random.default_rng([seed, _shape_seed(function, shape)]))
         for function, _key, shape, _held in rows
     ]
     measured: list[tuple[int, int]] = [(0, 0)] * len(cases)
@@ -310,23 +343,41 @@ def calibrate_core(
         calibration.Measurement(
             key=key,
             shape={"function": function, **shape},
-            features=formulas.FORMULAS[key].features(shape, core.tier),
+            features=formulas.FORMULAS[key].features(shape, model.tier),
             instructions=ins,
             cycles=cyc,
             held_out=held,
         )
         for (function, key, shape, held), (ins, cyc) in zip(rows, measured, strict=True)
     ]
-    prov = provenance(library, kernels_dir, core, source, argv)
-    return calibration.build_document(library, core_name, core.tier, prov, measurements)
+    prov = provenance(library, kernels_dir, qcore, source, argv, mcpu=model.gcc_mcpu)
+    return calibration.build_document(library, model.name, model.tier, prov, measurements)
+
+
+def _shape_seed(function: str, shape: Mapping[str, int]) -> int:
+    return zlib.crc32(json.dumps([function, dict(shape)], sort_keys=True).encode())
+
+
+def _qemu_core(model: Any):
+    from refsim.qemu.cores import get_core
+
+    try:
+        from refsim.qemu.timing import qemu_core_for
+    except ImportError:
+        return get_core(model.qemu_core)
+    return qemu_core_for(model)
 
 
 def _cores(cpus: list[str] | None) -> list[str]:
-    from refsim.qemu.cores import CORES, get_core
+    from isa_models.cores import CORE_MODELS, get_core_model
+    from isa_models.errors import IsaModelError
 
     if not cpus:
-        return list(CORES)
-    return [get_core(c).name for c in cpus]
+        return list(CORE_MODELS)
+    try:
+        return [get_core_model(c).name for c in cpus]
+    except IsaModelError as exc:
+        raise RefsimError(str(exc)) from None
 
 
 @app.command()
@@ -348,6 +399,9 @@ def calibrate(
         list[str] | None,
         typer.Option("--kernel", help="Only these functions, routing variants or families (repeatable)."),
     ] = None,
+    library_commit: Annotated[
+        str | None, typer.Option("--library-commit", help="Record this as the library's commit (provenance).")
+    ] = None,
     out_dir: Annotated[
         Path | None,
         typer.Option("--out-dir", help="Write <library>/<core>.json here (default isa_models/calibration)."),
@@ -359,6 +413,7 @@ def calibrate(
     if kernels_dir is not None and not kernels_dir.is_dir():
         raise RefsimError(f"--kernels-dir {kernels_dir}: not a directory")
     name = library or ("cmsis-nn" if kernels_dir is not None else "kernels_c")
+    LIBRARY_COMMIT.set(library_commit or "")
     argv = sys.argv[2:] if len(sys.argv) > 2 and sys.argv[1] == "calibrate" else []
     table = Table(
         "core", "function / variant", "fit", "held out", "instr err (max)", "cycle err (max)", "source"

@@ -14,6 +14,7 @@ scalar/DSP core) is an :class:`OpError` naming the op.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from isa_models import layout as layout_formulas
 from isa_models.program import CopyWork, FloatWork, KernelWork, NoEstimate, Work
@@ -22,6 +23,10 @@ from refsim.ops import cortex_m_misc as misc_ops
 from refsim.ops.registry import Args, OpDef, OpError, load_all
 
 CostHook = Callable[[Args, str], list[Work]]
+
+#: False (the default) makes an op exported for another tier an error; True costs it as the same
+#: CMSIS-NN call on the chosen tier (benchmarks comparing a core with no export of its own).
+FOREIGN_EXPORTS: ContextVar[bool] = ContextVar("refsim_cost_foreign_exports", default=False)
 
 
 def _dims(prefix: str, d) -> dict[str, int]:
@@ -64,7 +69,7 @@ def _conv(kind: str, function: str) -> CostHook:
 
 
 def _linear(a: Args, tier: str) -> list[Work]:
-    if tier != "mve" and a.kernel_sum is not None:
+    if tier != "mve" and a.kernel_sum is not None and not FOREIGN_EXPORTS.get():
         raise OpError(
             f"{a.op} (instruction {a.instruction}): exported for MVE (it carries kernel_sum, the MVE "
             f"form of arm_fully_connected_s8); a {tier} core cannot run it as exported — export for this "

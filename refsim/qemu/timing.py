@@ -48,7 +48,7 @@ from isa_models.cores import CoreModel, get_core_model
 from isa_models.systems import SystemPreset, get_system
 from refsim.qemu import blocks as bl
 from refsim.qemu import mca
-from refsim.qemu.batch import HARNESS_STATUS, Case, decode_results, encode_batch
+from refsim.qemu.batch import FUNCTIONS, HARNESS_STATUS, Case, decode_results, encode_batch, encode_case
 from refsim.qemu.build import Harness, build_harness
 from refsim.qemu.cores import Core, get_core
 from refsim.qemu.counting import (
@@ -58,6 +58,7 @@ from refsim.qemu.counting import (
     _call_count,
     _runs_kernel,
     build_plugin,
+    classify,
     disassemble,
     macs_of,
     plugin_arguments,
@@ -71,17 +72,23 @@ COMPONENTS: tuple[str, ...] = (
     "issue",
     "load_store",
     "multiply",
+    "mve_overlap",
     "branch",
     "branch_refill",
     "unparsed",
     "ifetch_ws",
+    "data_ws",
 )
+
+#: The arrays a deployment keeps with the program's constants (in flash on most presets).
+WEIGHT_ARRAYS = frozenset({"filter", "bias", "multiplier", "shift", "table"})
 
 _BLOCKS_VERSION = 2
 _CALL_MARK = 2**64 - 1
 _END_MARK = 2**64 - 2
 _FLAGS_MARK = 2**64 - 3
 _BLOCK_MARK = 2**64 - 4
+_DATA_MARK = 2**64 - 5
 
 
 class TimingError(QemuError):
@@ -123,6 +130,16 @@ class CaseTiming:
 
 
 @dataclass(frozen=True)
+class DataReads:
+    """Reads of one call's constant arrays: how many, how often the line changed from the
+    previous such read, and how many distinct lines were read."""
+
+    reads: int = 0
+    line_switches: int = 0
+    distinct_lines: int = 0
+
+
+@dataclass(frozen=True)
 class BlockRun:
     """One executed translation block of one call: where, how many instructions and bytes, and
     how often it ran, was entered by a jump and was left by one."""
@@ -160,8 +177,11 @@ def default_system(model: CoreModel) -> SystemPreset:
 # --- the plugin's block file ---------------------------------------------------------------------
 
 
-def parse_block_counts(data: bytes, disassembly: Disassembly) -> list[tuple[CallCount, list[BlockRun]]]:
-    """The plugin's ``blocks=1`` file → per call its instruction counts and executed blocks."""
+def parse_block_counts(
+    data: bytes, disassembly: Disassembly, *, with_data: bool = False
+) -> list[tuple[CallCount, list[BlockRun], DataReads]]:
+    """The plugin's ``blocks=1`` file → per call its instruction counts, executed blocks and
+    (``with_data``: the run had ``data=``) its constant-data reads."""
     words = np.frombuffer(data[: len(data) - len(data) % 16], dtype="<u8").reshape(-1, 2)
     if len(words) < 3 or (int(words[0, 0]), int(words[0, 1])) != (_FILE_MAGIC, _BLOCKS_VERSION):
         raise TimingError(
@@ -171,7 +191,7 @@ def parse_block_counts(data: bytes, disassembly: Disassembly) -> list[tuple[Call
         raise TimingError("block counts: the plugin's file is cut short (QEMU did not exit normally)")
     if int(words[-1, 1]):
         raise TimingError(f"block counts: unbalanced markers (plugin flags {int(words[-1, 1])})")
-    calls: list[tuple[CallCount, list[BlockRun]]] = []
+    calls: list[tuple[CallCount, list[BlockRun], DataReads]] = []
     i, end = 1, len(words) - 2
     while i < end:
         mark, n = int(words[i, 0]), int(words[i, 1])
@@ -191,8 +211,14 @@ def parse_block_counts(data: bytes, disassembly: Disassembly) -> list[tuple[Call
             )
             for k in range(m)
         ]
-        calls.append((counts, runs))
         i += 2 + n + 2 * m
+        reads = DataReads()
+        if with_data:
+            if i + 2 > end or int(words[i, 0]) != _DATA_MARK:
+                raise TimingError(f"block counts: data record expected at pair {i}")
+            reads = DataReads(int(words[i, 1]), int(words[i + 1, 0]), int(words[i + 1, 1]))
+            i += 2
+        calls.append((counts, runs, reads))
     if len(calls) != int(words[-2, 1]):
         raise TimingError(
             f"block counts: the plugin reported {int(words[-2, 1])} calls, the file holds {len(calls)}"
@@ -201,13 +227,26 @@ def parse_block_counts(data: bytes, disassembly: Disassembly) -> list[tuple[Call
 
 
 def run_blocks(
-    core: Core, elf: Path, workdir: Path, *, append: str = "", timeout: float = 60.0
-) -> tuple[Any, list[tuple[CallCount, list[BlockRun]]]]:
+    core: Core,
+    elf: Path,
+    workdir: Path,
+    *,
+    append: str = "",
+    timeout: float = 60.0,
+    data_ranges: Sequence[tuple[int, int]] | None = None,
+    line_bytes: int = 16,
+) -> tuple[Any, list[tuple[CallCount, list[BlockRun], DataReads]]]:
     """Run ``elf`` with the plugin in block mode; QEMU's result and every marked call's counts.
-    Any ELF with the marker functions will do (the tests run hand-written loops)."""
+    ``data_ranges``: per call the address range of its constant arrays, whose reads are counted
+    in lines of ``line_bytes``. Any ELF with the marker functions will do (the tests run
+    hand-written loops)."""
     disassembly = disassemble(core, elf)
     plugin = plugin_arguments(build_plugin(), disassembly.markers, "blocks.bin")
     plugin[-1] += ",blocks=1"
+    if data_ranges is not None:
+        flat = np.array(data_ranges, dtype="<u8").reshape(-1)
+        (workdir / "data.bin").write_bytes(flat.tobytes())
+        plugin[-1] += f",data={(workdir / 'data.bin')},line={line_bytes}"
     try:
         done = subprocess.run(
             [*qemu_command(core, elf, append), *plugin],
@@ -228,7 +267,7 @@ def run_blocks(
         raise TimingError(
             f"kernels_c on {core.name}: QEMU did not load the counting plugin: {done.stderr.strip()}"
         )
-    return done, parse_block_counts(out.read_bytes(), disassembly)
+    return done, parse_block_counts(out.read_bytes(), disassembly, with_data=data_ranges is not None)
 
 
 # --- timing blocks -------------------------------------------------------------------------------
@@ -246,7 +285,7 @@ class BlockCost:
 
 
 def _static_cost(insns: Sequence[bl.Insn], spans: Sequence[int | None], model: CoreModel) -> dict[str, int]:
-    parts = dict.fromkeys(("issue", "load_store", "multiply", "branch", "unparsed"), 0)
+    parts = dict.fromkeys(("issue", "load_store", "multiply", "mve_overlap", "branch", "unparsed"), 0)
     trm = bl.memory_cycles(insns, model)
     mca_index = 0
     for insn, memory in zip(insns, trm, strict=True):
@@ -278,7 +317,29 @@ def _static_cost(insns: Sequence[bl.Insn], spans: Sequence[int | None], model: C
             parts["load_store"] += memory - span_used
         elif kind == "mla" and model.multiply_accumulate_cycles > max(1, span_used):
             parts["multiply"] += model.multiply_accumulate_cycles - span_used
+    if model.mve_pair_overlap:
+        assert model.mve_beats_per_tick is not None
+        parts["mve_overlap"] = -_mve_overlap(insns, spans, 4 // model.mve_beats_per_tick)
     return parts
+
+
+def _mve_overlap(insns: Sequence[bl.Insn], spans: Sequence[int | None], ticks: int) -> int:
+    """Cycles the beats of adjacent (MVE load/store, MVE compute) pairs overlap. A 128-bit MVE
+    instruction is 4 beats, ``ticks`` = 4 / beats per tick cycles on its pipe; two on different
+    pipes overlap to ``ticks`` together, so a pair llvm-mca spans over ``a + b`` cycles gives
+    back ``max(0, a + b - ticks)`` (pairs taken greedily in order)."""
+    timed = [i for i in insns if bl.mca_text(i) is not None]
+    kinds = [classify(i.mnemonic, i.operands, mve=True) for i in timed]
+    overlap, k = 0, 0
+    while k + 1 < len(timed):
+        pair = {kinds[k], kinds[k + 1]}
+        a, b = spans[k], spans[k + 1]
+        if "mve_load_store" in pair and pair & {"mve_mac", "mve_other"} and a is not None and b is not None:
+            overlap += max(0, a + b - ticks)
+            k += 2
+        else:
+            k += 1
+    return overlap
 
 
 def _refill_out(last: bl.Insn, model: CoreModel) -> int:
@@ -332,8 +393,13 @@ def case_cycles(
     runs: Sequence[BlockRun],
     costs: Mapping[tuple[int, int, int], BlockCost],
     system: SystemPreset,
+    reads: DataReads | None = None,
 ) -> dict[str, int]:
     total = dict.fromkeys(COMPONENTS, 0)
+    if reads is not None and system.data_wait_states:
+        fits = reads.distinct_lines * system.flash_line_bytes <= system.data_cache_bytes
+        lines = reads.distinct_lines if fits else reads.line_switches
+        total["data_ws"] = lines * system.data_wait_states
     for run in runs:
         cost = costs[(run.start, run.insns, run.size)]
         per_exec = sum(cost.per_execution.values())
@@ -342,6 +408,31 @@ def case_cycles(
         total["branch_refill"] += cost.per_jump_out * run.jumped_out + cost.per_jump_in * run.jumped_in
         total["ifetch_ws"] += _ifetch_ws(cost, run, per_exec, system)
     return total
+
+
+def weight_ranges(cases: Sequence[Case], origin: int) -> list[tuple[int, int]]:
+    """Per case, the guest address range [lo, hi) of its :data:`WEIGHT_ARRAYS` in the batch the
+    harness reads to ``origin`` (the bulk region) and uses in place (batch.py's layout: batch
+    header, per case its header, params, then per array an 8-byte header and the padded data).
+    (0, 0) for a case without weights."""
+    out: list[tuple[int, int]] = []
+    offset = origin + 16
+    for case in cases:
+        spec = FUNCTIONS[case.function]
+        at = offset + 12 + 4 * len(spec.params)
+        lo, hi = None, None
+        for array in spec.arrays:
+            size = np.asarray(case.arrays[array.name]).nbytes
+            data = at + 8
+            if array.name in WEIGHT_ARRAYS and size:
+                lo = data if lo is None else min(lo, data)
+                hi = data + size if hi is None else max(hi, data + size)
+            at = data + size + (-size % 4)
+        length = len(encode_case(case))
+        assert at == offset + length, (case.function, at - offset, length)
+        out.append((lo, hi) if lo is not None and hi is not None else (0, 0))
+        offset += length
+    return out
 
 
 def _kept(runs: Sequence[BlockRun], disassembly: Disassembly) -> list[BlockRun]:
@@ -364,11 +455,11 @@ def time_elf(
         raise TimingError(f"{elf}: QEMU exited {done.returncode}: {done.stderr.strip()[:300]}")
     disassembly = disassemble(qcore, elf)
     listing = bl.listing_of(qcore, elf)
-    kept = [_kept(runs, disassembly) for _, runs in calls]
+    kept = [_kept(runs, disassembly) for _, runs, _ in calls]
     keys = sorted({(r.start, r.insns, r.size) for runs in kept for r in runs})
     costs = time_blocks(model, listing, keys)
     out = []
-    for (count, _), runs in zip(calls, kept, strict=True):
+    for (count, _, _), runs in zip(calls, kept, strict=True):
         parts = case_cycles(runs, costs, preset)
         out.append({"instructions": count.total, "cycles": sum(parts.values()), **parts})
     return out
@@ -403,7 +494,16 @@ def time_cases(
     with tempfile.TemporaryDirectory(prefix="refsim-timing-") as tmp:
         workdir = Path(tmp)
         (workdir / "in.bin").write_bytes(batch)
-        done, calls = run_blocks(harness.core, harness.elf, workdir, append="in.bin out.bin", timeout=timeout)
+        ranges = weight_ranges(cases, harness.core.bulk.origin) if preset.data_wait_states else None
+        done, calls = run_blocks(
+            harness.core,
+            harness.elf,
+            workdir,
+            append="in.bin out.bin",
+            timeout=timeout,
+            data_ranges=ranges,
+            line_bytes=preset.flash_line_bytes,
+        )
         if done.returncode == 4:
             raise _fault(harness.core, harness.elf, done.returncode, done.stderr, cases)
         if done.returncode != 0:
@@ -427,12 +527,12 @@ def time_cases(
         )
     disassembly = disassemble(harness.core, harness.elf)
     listing = bl.listing_of(harness.core, harness.elf)
-    kept = [_kept(runs, disassembly) for _, runs in calls]
+    kept = [_kept(runs, disassembly) for _, runs, _ in calls]
     keys = sorted({(r.start, r.insns, r.size) for runs in kept for r in runs})
     costs = time_blocks(model, listing, keys)
     timings: list[CaseTiming] = []
-    for case, (count, _), runs in zip(cases, calls, kept, strict=True):
-        parts = case_cycles(runs, costs, preset)
+    for case, (count, _, reads), runs in zip(cases, calls, kept, strict=True):
+        parts = case_cycles(runs, costs, preset, reads)
         timings.append(
             CaseTiming(
                 kernel=case.function,

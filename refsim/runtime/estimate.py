@@ -104,6 +104,8 @@ class Estimate:
     target: Target
     library: str
     rows: list[Row] = field(default_factory=list)
+    dispatch: Cost = field(default_factory=Cost)
+    calls: int = 0
 
     @property
     def total(self) -> Cost:
@@ -164,13 +166,13 @@ def estimate_method(
     system: str | None = None,
     clock_mhz: float | None = None,
     library: str | None = None,
+    foreign_exports: bool = False,
 ) -> Estimate:
+    """Estimate ``method`` (see the module docstring). ``foreign_exports``: cost an op exported
+    for another tier (an MVE linear on a DSP core) as the same CMSIS-NN call on this tier
+    instead of refusing it; for benchmarks only, the device could not run that file."""
     from isa_models.calibration import CalibrationError, load
-    from isa_models.errors import IsaModelError
-    from isa_models.formulas import CostModelError
-    from isa_models.program import cost_of, dispatch_cost
-    from refsim.ops.cost import cost_hook
-    from refsim.ops.registry import OpError
+    from refsim.ops.cost import FOREIGN_EXPORTS
 
     target = resolve_target(method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
     try:
@@ -178,28 +180,51 @@ def estimate_method(
     except CalibrationError as exc:
         raise EstimateError(str(exc)) from None
     est = Estimate(target, calibration.library)
-    dispatch = Cost()
-    calls = 0
+    token = FOREIGN_EXPORTS.set(foreign_exports)
+    try:
+        _estimate_calls(est, method, target, calibration.library)
+    finally:
+        FOREIGN_EXPORTS.reset(token)
+    est.rows.extend(_io_rows(program, method, target, calibration.library))
+    if est.calls:
+        est.rows.append(
+            Row(None, f"runtime dispatch ({est.calls} KernelCalls)", "Method::execute", est.dispatch)
+        )
+    return est
+
+
+def _estimate_calls(est: Estimate, method: Method, target: Target, library: str) -> None:
+    from isa_models.calibration import CalibrationError
+    from isa_models.errors import IsaModelError
+    from isa_models.formulas import CostModelError
+    from isa_models.program import cost_of, dispatch_cost
+    from refsim.ops.cost import cost_hook
+    from refsim.ops.registry import OpError
+
     for call in method.calls:
         if call is None:
             continue
         op = call.op
         try:
             works = cost_hook(op)(call.args, target.isa)
-            cost = cost_of(works, target.cpu, library=calibration.library, system=target.system)
+            cost = cost_of(works, target.cpu, library=library, system=target.system)
             variant = _variant(works, target.isa)
-            note = "; ".join(getattr(w, "reason", "") for w in works if getattr(w, "reason", ""))
+            notes = [getattr(w, "reason", "") for w in works if getattr(w, "reason", "")]
+            notes += [
+                src.split(" (", 1)[1].rstrip(")") + ": " + src.split("/", 1)[0] + " fit"
+                for src in cost.sources
+                if " has none" in src
+            ]
+            note = "; ".join(notes)
         except OpError as exc:
             raise EstimateError(str(exc)) from None
         except (CostModelError, CalibrationError, IsaModelError) as exc:
             raise EstimateError(f"{op.name} (instruction {call.instruction}): {exc}") from None
         est.rows.append(Row(call.instruction, op.name, variant, cost, note))
-        dispatch = dispatch + dispatch_cost(len(call.args._values), cortex_m=op.name.startswith("cortex_m::"))
-        calls += 1
-    est.rows.extend(_io_rows(program, method, target, calibration.library))
-    if calls:
-        est.rows.append(Row(None, f"runtime dispatch ({calls} KernelCalls)", "Method::execute", dispatch))
-    return est
+        est.dispatch = est.dispatch + dispatch_cost(
+            len(call.args._values), cortex_m=op.name.startswith("cortex_m::")
+        )
+        est.calls += 1
 
 
 def report_fields(est: Estimate) -> dict:

@@ -109,7 +109,7 @@ def test_pad_and_transpose_merge_axes_like_the_kernels():
     )
     assert f["pixel_runs"] == 20
     same = layout.FORMULAS["arm_transpose_s8"].features(layout.transpose_params((2, 3, 4), (0, 1, 2)), "dsp")
-    assert same["rows"] == 1 and same["copied"] == 24
+    assert same["rows"] == 1 and same["copied_words"] == 24
     swap = layout.FORMULAS["arm_transpose_s8"].features(layout.transpose_params((2, 3, 4), (0, 2, 1)), "dsp")
     assert swap["gathered"] == 24 and swap["rows"] == 2 * 4
 

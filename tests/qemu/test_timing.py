@@ -20,7 +20,7 @@ from isa_models.cores import CORE_MODELS, get_core_model
 from isa_models.errors import UnknownNameError
 from isa_models.systems import SYSTEMS, get_system
 from refsim.qemu import build
-from refsim.qemu.blocks import Insn, kind_of, memory_cycles
+from refsim.qemu.blocks import Insn, kind_of, listing_of, memory_cycles
 from refsim.qemu.cores import get_core
 from refsim.qemu.counting import count_instructions, find_host_cc
 from refsim.qemu.errors import QemuError, ToolchainMissingError
@@ -124,10 +124,25 @@ def test_m0plus_is_timed_by_its_trm_table() -> None:
         "issue": 3,
         "load_store": 2,
         "multiply": 0,
+        "mve_overlap": 0,
         "branch": 1,
         "unparsed": 0,
     }
     assert cost.per_jump_out == 1
+
+
+def test_m85_gets_the_mve_beat_overlap_its_llvm_model_lacks(timing: None) -> None:
+    """VLDRB next to an independent VMLADAVA: llvm-mca's M55 model overlaps their beats (2 cycles
+    for the pair), its M85 model serializes them (4); the M85's mve_overlap gives back 2."""
+    listing = {
+        0x1000: Insn(0x1000, 4, "vldrb.u8", "q0, [r0], #16"),
+        0x1004: Insn(0x1004, 4, "vmladava.s8", "r2, q2, q1"),
+    }
+    key = (0x1000, 2, 8)
+    m55 = time_blocks(get_core_model("cortex-m55"), listing, [key])[key].per_execution
+    m85 = time_blocks(get_core_model("cortex-m85"), listing, [key])[key].per_execution
+    assert (m55["issue"], m55["mve_overlap"]) == (2, 0)
+    assert (m85["issue"], m85["mve_overlap"]) == (4, -2)
 
 
 # --- hand-written loops under QEMU ---------------------------------------------------------------
@@ -217,13 +232,13 @@ LOOPS = {
 }
 
 
-def _build(core_name: str, body: str, directory: Path) -> Path:
+def _build(core_name: str, body: str, directory: Path, *, source: str = LOOP_S) -> Path:
     """The loop on the board's startup (built for the board's own core, as for the M0+ harness)."""
     core = qemu_core_for(get_core_model(core_name))
     board = get_core(core.name)
     gcc = str(find_toolchain().gcc)
     (directory / "main.c").write_text(MAIN_C)
-    (directory / "loop.S").write_text(LOOP_S.replace("BODY", body))
+    (directory / "loop.S").write_text(source.replace("BODY", body))
     script = directory / "link.ld"
     template = build.KERNELS_C / build.LINKER_TEMPLATE
     subprocess.run(
@@ -246,6 +261,20 @@ def _build(core_name: str, body: str, directory: Path) -> Path:
     )
     assert done.returncode == 0, done.stderr
     return elf
+
+
+# The same M4 loop aligned so that its target, now the 32-bit LDR.W, sits at 2 mod 4: each taken
+# branch refills one cycle more (P = 3, TRM "depending on the alignment and width of the target").
+LOOPS_UNALIGNED = LOOP_V7M.replace("MAC", "smlad").replace("1:  ldr r2, [r0]", "1:  ldr.w r2, [r0]")
+
+
+def test_unaligned_32_bit_branch_target_refills_one_more(tmp_path: Path, timing: None) -> None:
+    source = LOOP_S.replace("rs_timed_loop:\n", "    .p2align 2\nrs_timed_loop:\n", 1)
+    elf = _build("cortex-m4", LOOPS_UNALIGNED, tmp_path, source=source)
+    target = next(a for a, i in listing_of(get_core("cortex-m4"), elf).items() if i.mnemonic == "ldr.w")
+    assert target % 4 == 2
+    calls = time_elf("cortex-m4", elf)
+    assert [c["cycles"] for c in calls] == [18 * n + 4 for n in LENGTHS]
 
 
 @pytest.mark.parametrize("core", list(LOOPS))
@@ -285,26 +314,36 @@ def test_kernels_c_cases_are_timed_repeatably(core: str, timing: None) -> None:
         assert all(t.cycles >= t.instructions for t in first)
 
 
-def test_flash_without_accelerator_costs_wait_states(timing: None) -> None:
-    """The same cases on a preset whose code sits in flash with wait states and no accelerator
-    take more cycles, all of it in ifetch_ws; with the ART accelerator (warm) none."""
+def test_flash_wait_states_for_code_and_weights(timing: None) -> None:
+    """NUCLEO-L4R5ZI (5 WS at 120 MHz): code behind the ART accelerator costs nothing (warm);
+    weights in flash cost line reads x 5. Without the accelerator, instruction fetch costs too;
+    with weights in SRAM, data costs nothing. Everything else is the ideal system's."""
     import dataclasses
 
     from isa_models import systems
 
     cases = _cases()[:2]
     ideal = time_cases("cortex-m4", cases)
-    art = time_cases("cortex-m4", cases, system="nucleo-l4r5zi")
-    assert [t.cycles for t in art] == [t.cycles for t in ideal]
-    slow = dataclasses.replace(get_system("nucleo-l4r5zi"), name="l4-no-art", instruction_accelerator=None)
-    systems.SYSTEMS[slow.name] = slow
+    l4 = get_system("nucleo-l4r5zi")
+    variants = {
+        "l4-no-art": dataclasses.replace(l4, name="l4-no-art", instruction_accelerator=None),
+        "l4-sram-weights": dataclasses.replace(l4, name="l4-sram-weights", weights_memory="sram"),
+    }
+    systems.SYSTEMS.update(variants)
     try:
-        cold = time_cases("cortex-m4", cases, system=slow.name)
+        art = time_cases("cortex-m4", cases, system=l4.name)
+        no_art = time_cases("cortex-m4", cases, system="l4-no-art")
+        sram = time_cases("cortex-m4", cases, system="l4-sram-weights")
     finally:
-        del systems.SYSTEMS[slow.name]
-    for c, i in zip(cold, ideal, strict=True):
-        assert c.by_component["ifetch_ws"] > 0
-        assert c.cycles - c.by_component["ifetch_ws"] == i.cycles
+        for name in variants:
+            del systems.SYSTEMS[name]
+    for i, a, c, s in zip(ideal, art, no_art, sram, strict=True):
+        assert a.by_component["ifetch_ws"] == 0 and a.by_component["data_ws"] > 0
+        assert a.by_component["data_ws"] % l4.flash_wait_states == 0
+        assert a.cycles - a.by_component["data_ws"] == i.cycles
+        assert c.by_component["ifetch_ws"] > 0 and c.by_component["data_ws"] == a.by_component["data_ws"]
+        assert c.cycles - c.by_component["ifetch_ws"] - c.by_component["data_ws"] == i.cycles
+        assert s.cycles == i.cycles and s.by_component["data_ws"] == 0
 
 
 def test_system_of_another_core_is_an_error(timing: None) -> None:
@@ -326,3 +365,35 @@ def test_count_cycles_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], ti
     assert main([*args, "--count-cycles", str(out), "--system", "nope"]) == 2
     err = capsys.readouterr().err.strip()
     assert "system must be one of" in err and "\n" not in err
+
+
+def test_count_cycles_of_a_kernels_dir_library(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, timing: None
+) -> None:
+    """--kernels-dir: a stand-in library (kernels_c's sources laid out like CMSIS-NN) is timed on
+    its own build; the instructions agree with --count-instructions of the same run."""
+    import shutil
+
+    from refsim.cli import main
+
+    monkeypatch.setenv("REFSIM_CACHE", str(tmp_path / "cache"))
+    library = tmp_path / "lib"
+    shutil.copytree(build.KERNELS_C / "include", library / "Include")
+    shutil.copytree(build.KERNELS_C / "src", library / "Source")
+    counts, cycles = tmp_path / "counts.json", tmp_path / "cycles.json"
+    args = [
+        "conformance",
+        "--cpu",
+        "cortex-m4",
+        "--kernels-dir",
+        str(library),
+        "--kernel",
+        "arm_fully_connected_s8",
+    ]
+    assert (
+        main([*args, "--cases", "2", "--count-instructions", str(counts), "--count-cycles", str(cycles)]) == 0
+    )
+    timed, counted = json.loads(cycles.read_text()), json.loads(counts.read_text())
+    assert timed["library"] == str(library) and timed["core"] == "cortex-m4"
+    assert [r["instructions"] for r in timed["records"]] == [r["instructions"] for r in counted["records"]]
+    assert all(r["cycles"] > r["instructions"] for r in timed["records"])
