@@ -144,7 +144,9 @@ def export_synthetic(out_root: Path, configs) -> None:
         torch.manual_seed(0)
         model = cls().eval().to(memory_format=torch.channels_last)
         g = torch.Generator().manual_seed(1)
-        samples = [(torch.rand(shape, generator=g) * 2 - 1).to(memory_format=torch.channels_last) for _ in range(8)]
+        samples = [
+            (torch.rand(shape, generator=g) * 2 - 1).to(memory_format=torch.channels_last) for _ in range(8)
+        ]
         _export_one(out_root, name, model, samples, configs)
 
 
@@ -165,7 +167,11 @@ def synthetic_layers(cls, shape) -> list:
             ifm, ofm = Block(x.shape[3], x.shape[2], x.shape[1]), Block(y.shape[3], y.shape[2], y.shape[1])
             kind = "depthwise" if mod.groups > 1 else "conv"
             kernel, stride = (mod.kernel_size[1], mod.kernel_size[0]), (mod.stride[1], mod.stride[0])
-            layers.append(NpuLayer(kind, ifm, ofm, kernel, stride, weights_bytes=mod.weight.numel(), bias_channels=ofm.d))
+            layers.append(
+                NpuLayer(
+                    kind, ifm, ofm, kernel, stride, weights_bytes=mod.weight.numel(), bias_channels=ofm.d
+                )
+            )
         elif isinstance(mod, nn.Linear):
             layers.append(NpuLayer("vector_product", Block(1, 1, x.shape[-1]), Block(1, 1, y.shape[-1]),
                                    weights_bytes=mod.weight.numel(), bias_channels=y.shape[-1]))  # fmt: skip
@@ -180,7 +186,7 @@ def synthetic_layers(cls, shape) -> list:
 def fit_efficiency(vela_dir: Path, configs) -> dict[str, dict[str, float]]:
     """Per configuration and layer class: Σ Vela NPU cycles / Σ this model's compute cycles over
     the synthetic networks' layers (matched to Vela's per-layer rows by MAC count, in order)."""
-    from isa_models.ethos_u import NpuContext, compute_cycles, efficiency_class, choose_block
+    from isa_models.ethos_u import NpuContext, choose_block, compute_cycles, efficiency_class
     from isa_models.ethos_u_arch import get_accelerator
     from isa_models.ethos_u_systems import EXECUTORCH_DEFAULTS, resolve
 
@@ -270,18 +276,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--export", type=Path, help="run ExecuTorch + Vela, keep the outputs in DIR")
     ap.add_argument("--vela-dir", type=Path, help="Vela outputs exported before")
     ap.add_argument("--calibrate", type=Path, help="fit the efficiency table on the synthetic networks' "
-                    "Vela outputs in DIR (exported first when missing; needs executorch)")  # fmt: skip
+                    "Vela outputs in DIR")  # fmt: skip
+    ap.add_argument("--export-missing", action="store_true", help="with --calibrate: export the synthetic "
+                    "networks for configurations without Vela output in DIR")  # fmt: skip
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "ethos_u.json")
     a = ap.parse_args(argv)
     models, configs = a.models.split(","), a.configs.split(",")
     if a.calibrate:
-        missing = [c for c in ALL_CONFIGS if not any((a.calibrate / f"{n}_{c}").glob("delegate*")
-                                                     for n in synthetic_networks())]  # fmt: skip
-        if missing:
+        nets = synthetic_networks()
+        missing = [c for c in ALL_CONFIGS if not all(any((a.calibrate / f"{n}_{c}").glob("delegate*")) for n in nets)]
+        if missing and a.export_missing:
             export_synthetic(a.calibrate, missing)
-        table = fit_efficiency(a.calibrate, ALL_CONFIGS)
+            missing = []
+        table = fit_efficiency(a.calibrate, [c for c in ALL_CONFIGS if c not in missing])
         write_calibration(table, CALIBRATION)
         for config, row in table.items():
             print(config, row)
