@@ -271,6 +271,43 @@ def refsim_estimate(model: str, config: str, system: str, mode: str) -> dict:
     return {"npu_cycles": round(est.npu_cycles), "total_cycles": est.total_cycles, "rows": rows}
 
 
+def per_layer(result: dict) -> list[tuple[str, int, float, float]]:
+    """(operator, MACs, Vela cycles, refsim cycles) per MAC-carrying layer, matched by MACs in
+    order, then one row for everything else (pooling, elementwise, softmax parts, reshapes)."""
+    vela = [r for r in result["vela"]["layers"]]
+    ours = [r for r in result["refsim"]["rows"] if r["placement"] in ("NPU", "NPU (no-op)")]
+    rows, used = [], set()
+    for r in ours:
+        if not r["macs"]:
+            continue
+        match = next((i for i, v in enumerate(vela) if i not in used and v["macs"] == r["macs"]), None)
+        if match is None:
+            continue
+        used.add(match)
+        rows.append((vela[match]["operator"], r["macs"], vela[match]["cycles"], float(r["cycles"])))
+    matched_ours = {id(r) for r in ours if r["macs"] and any(x[1] == r["macs"] for x in rows)}
+    rest_vela = sum(v["cycles"] for i, v in enumerate(vela) if i not in used)
+    rest_ours = sum(float(r["cycles"]) for r in ours if id(r) not in matched_ours)
+    rows.append(("(other NPU ops)", 0, rest_vela, rest_ours))
+    return rows
+
+
+def markdown(results: list[dict]) -> str:
+    out = ["| model | config | system / memory mode | Vela cycles | refsim NPU cycles | error | refsim total (with host) |",
+           "|---|---|---|---:|---:|---:|---:|"]  # fmt: skip
+    for r in results:
+        v, o = r["vela"], r["refsim"]
+        out.append(f"| {r['model']} | {r['config']} | {v['system']} / {v['memory_mode']} | {v['cycles']:,.0f} | "
+                   f"{o['npu_cycles']:,} | {r['error_pct']:+.1f}% | {o['total_cycles']:,} |")  # fmt: skip
+    for r in results:
+        out += ["", f"**{r['model']} on {r['config']}** (Vela: {r['vela']['delegates']} delegate(s))", "",
+                "| layer | MACs | Vela | refsim | error |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+        for name, macs, vc, oc in per_layer(r):
+            err = f"{100 * (oc - vc) / vc:+.0f}%" if vc else "-"
+            out.append(f"| {name} | {macs:,} | {vc:,.0f} | {oc:,.0f} | {err} |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--export", type=Path, help="run ExecuTorch + Vela, keep the outputs in DIR")
@@ -281,12 +318,15 @@ def main(argv: list[str] | None = None) -> int:
                     "networks for configurations without Vela output in DIR")  # fmt: skip
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--markdown", type=Path, help="also write the tables (totals, per layer) as markdown")
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "ethos_u.json")
     a = ap.parse_args(argv)
     models, configs = a.models.split(","), a.configs.split(",")
     if a.calibrate:
         nets = synthetic_networks()
-        missing = [c for c in ALL_CONFIGS if not all(any((a.calibrate / f"{n}_{c}").glob("delegate*")) for n in nets)]
+        missing = [
+            c for c in ALL_CONFIGS if not all(any((a.calibrate / f"{n}_{c}").glob("delegate*")) for n in nets)
+        ]
         if missing and a.export_missing:
             export_synthetic(a.calibrate, missing)
             missing = []
@@ -321,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{within}/{len(results)} within ±{TARGET_PCT:g}% of Vela; worst {worst:.1f}%")
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(json.dumps({"target_pct": TARGET_PCT, "results": results}, indent=1) + "\n")
+    if a.markdown:
+        a.markdown.write_text(markdown(results))
     return 0
 
 

@@ -27,8 +27,8 @@ For one NPU layer on an accelerator (isa_models.ethos_u_arch) in a system and me
   sub-kernel), OFM bytes written, encoded weights: read from the constant memory once per layer
   and, when that is not the fast memory, copied into an SRAM buffer (write + reads per OFM
   block column), biases/scales 10 bytes per OFM channel. ``burst_penalty`` = memory burst /
-  bytes fetched contiguously (a full-depth NHWC block reads depth x width at once, a partial
-  depth reads only the block depth).
+  bytes per burst (Vela's legacy rule: a block depth per read, min(64, 16 · cores, block
+  depth) per write).
 - The MAC-engine part is scaled by an efficiency factor per configuration and layer class
   (1x1 convolution, other convolution, depthwise, vector product), fitted on synthetic networks
   against Vela (isa_models.ethos_u_calibration; 1.0 for classes without one).
@@ -85,6 +85,8 @@ class NpuLayer:
     ifm_bits: int = 8
     ofm_bits: int = 8
     copy_bytes: int = 0  # dma: bytes moved
+    ifm_io: bool = False  # the IFM is a delegate input: it lives in the arena memory
+    ofm_io: bool = False  # the OFM is a delegate output: likewise
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind
@@ -142,9 +144,15 @@ class NpuContext:
 
     @property
     def arena(self) -> Memory:
-        """Where feature maps live as the NPU sees them: with a dedicated SRAM cache (spilling)
-        that fits them, the SRAM."""
+        """Where intermediate feature maps live as the NPU sees them: with a dedicated SRAM
+        cache (spilling), the SRAM (every bundled program's maps fit the 256-512 KB of the
+        Dedicated_Sram_* modes)."""
         return self.memory(self.mode.cache_port if self.mode.spilling else self.mode.arena_port)
+
+    def feature_map(self, io: bool) -> Memory:
+        """The memory of a feature map: a delegate's input or output stays in the arena memory
+        the host shares (DRAM/flash port in the Dedicated_Sram modes), others in :attr:`arena`."""
+        return self.memory(self.mode.arena_port) if io else self.arena
 
     @property
     def constants(self) -> Memory:
@@ -288,13 +296,16 @@ def _output_rate(acc: Accelerator, layer: NpuLayer) -> float:
 
 def _block_latency(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float:
     """Cycles to move one IFM block in and one OFM block out (latency + bytes / bandwidth)."""
-    m = ctx.arena
-    bw = ctx.bytes_per_cycle(m)
+    mi, mo = ctx.feature_map(layer.ifm_io), ctx.feature_map(layer.ofm_io)
     ifm = min(layer.ifm.w, cfg.ifm.w) * min(layer.ifm.h, cfg.ifm.h) * min(layer.ifm.d, cfg.ifm.d)
     ofm = min(layer.ofm.w, cfg.ofm.w) * min(layer.ofm.h, cfg.ofm.h) * min(layer.ofm.d, cfg.ofm.d)
-    ifm_s = ifm * _burst_penalty(m, layer.ifm, cfg.ifm, read=True)
-    ofm_s = ofm * _burst_penalty(m, layer.ofm, cfg.ofm, read=False)
-    return m.read_latency + ifm_s / bw + m.write_latency + ofm_s / bw
+    ifm_s = ifm * _burst_penalty(mi, layer.ifm, cfg.ifm, read=True) / ctx.bytes_per_cycle(mi)
+    ofm_s = (
+        ofm
+        * _burst_penalty(mo, layer.ofm, cfg.ofm, read=False, cores=ctx.accelerator.cores)
+        / ctx.bytes_per_cycle(mo)
+    )
+    return mi.read_latency + ifm_s + mo.write_latency + ofm_s
 
 
 def _dpu_block_cycles(acc: Accelerator, layer: NpuLayer, cfg: BlockConfig) -> float:
@@ -389,29 +400,34 @@ def _compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float
 # --- memory ----------------------------------------------------------------------------------
 
 
-def _burst_penalty(m: Memory, tensor: Block, block: Block, *, read: bool) -> float:
-    """memory burst / bytes fetched contiguously, for an NHWC tensor moved in ``block``s."""
-    full_depth = tensor.d <= block.d
-    if read:
-        contiguous = block.d * block.w if full_depth else block.d
-    elif full_depth and block.d <= 16:
-        contiguous = block.d * block.w
+def _burst_penalty(m: Memory, tensor: Block, block: Block, *, read: bool, cores: int = 1) -> float:
+    """memory burst / bytes moved per burst, for an NHWC tensor moved in ``block``s: as Vela's
+    legacy model counts it, a read moves one block depth of bytes per burst, a write
+    ``min(64, 16 · cores, block depth)`` bytes (a one-channel block moves its whole row)."""
+    if block.d == 1:
+        contiguous = block.w
+    elif read:
+        contiguous = block.d
     else:
-        contiguous = min(64, block.d)
+        contiguous = min(64, 16 * cores, block.d)
     contiguous = min(m.burst_length, max(1, contiguous))
     return m.burst_length / contiguous
 
 
 def _traffic(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> dict[str, tuple[Memory, float]]:
     """(memory, bytes as fetched) per tensor role; burst penalties included."""
-    arena, const, fast = ctx.arena, ctx.constants, ctx.fast
+    arena, const, fast = ctx.feature_map(layer.ifm_io), ctx.constants, ctx.fast
+    out_mem = ctx.feature_map(layer.ofm_io)
     out: dict[str, tuple[Memory, float]] = {}
     if layer.kind == "dma":
         out["copy_read"] = (arena, float(layer.copy_bytes))
-        out["copy_write"] = (arena, float(layer.copy_bytes))
+        out["copy_write"] = (out_mem, float(layer.copy_bytes))
         return out
     ofm = layer.ofm
-    out["ofm"] = (arena, ofm.elements * _burst_penalty(arena, ofm, cfg.ofm, read=False))
+    out["ofm"] = (
+        out_mem,
+        ofm.elements * _burst_penalty(out_mem, ofm, cfg.ofm, read=False, cores=ctx.accelerator.cores),
+    )
     if layer.kind == "elementwise":
         reads = ofm.elements * (2 if layer.ifm2 is not None and layer.ifm2.elements > 1 else 1)
         out["ifm"] = (arena, reads * _burst_penalty(arena, layer.ifm, cfg.ifm, read=True))
@@ -446,7 +462,7 @@ def layer_cycles(ctx: NpuContext, layer: NpuLayer) -> LayerCycles:
         moved[m.kind] = moved.get(m.kind, 0.0) + nbytes
     if layer.kind == "dma":  # a copy reads and writes the same port: its time is the transfer
         compute = 0.0
-    fill = ctx.arena.read_latency + ctx.arena.write_latency
+    fill = ctx.feature_map(layer.ifm_io).read_latency + ctx.feature_map(layer.ofm_io).write_latency
     return LayerCycles(compute=compute, memory=memory, bytes=moved, fill=fill, block=cfg)
 
 

@@ -12,7 +12,34 @@ with, are never used. ``layers`` = how many layers the factors of a configuratio
 """
 
 EFFICIENCY: dict[str, dict[str, float]] = {
-    'ethos-u55-128': {'conv': 1.1761, 'conv_1x1': 1.6234, 'depthwise': 0.9173, 'vector_product': 0.8178, 'layers': 18},
+    "ethos-u55-128": {
+        "conv": 1.1761,
+        "conv_1x1": 1.6234,
+        "depthwise": 0.9173,
+        "vector_product": 0.8178,
+        "layers": 18,
+    },
+    "ethos-u55-256": {
+        "conv": 1.678,
+        "conv_1x1": 3.3284,
+        "depthwise": 1.4003,
+        "vector_product": 0.8178,
+        "layers": 18,
+    },
+    "ethos-u65-256": {
+        "conv": 1.3517,
+        "conv_1x1": 2.6883,
+        "depthwise": 1.4934,
+        "vector_product": 0.8265,
+        "layers": 18,
+    },
+    "ethos-u85-256": {
+        "conv": 1.1468,
+        "conv_1x1": 1.4598,
+        "depthwise": 0.8173,
+        "vector_product": 0.4443,
+        "layers": 18,
+    },
 }
 
 __all__ = ["EFFICIENCY"]

@@ -23,7 +23,7 @@ EthosUBackend::execute + the driver's ``ethosu_invoke``), charged on the host as
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -240,6 +240,19 @@ def _layers_of(w: KernelWork, c: Call, next_function: str | None) -> tuple[list[
     raise AssertionError(f)  # npu_rejections lets only the functions above through
 
 
+def _rejections(op: OpInput, family: str) -> list[str]:
+    """Why ``op`` cannot run on the NPU (empty: it can)."""
+    reasons: list[str] = []
+    for w in op.works:
+        if isinstance(w, FloatWork):
+            reasons.append(unsupported_function("fp32 work"))
+        elif isinstance(w, NoEstimate):
+            reasons.append(w.reason)
+        elif isinstance(w, KernelWork):
+            reasons += npu_rejections(Call(w.function, w.params, family, op.weights))
+    return reasons
+
+
 def _host_cost(op: OpInput, core: str, library: str | None) -> Cost:
     cost = cost_of(list(op.works), core, library=library)
     return cost + dispatch_cost(op.arguments, cortex_m=op.name.startswith("cortex_m::"))
@@ -264,41 +277,50 @@ def estimate_ops(
     host_mhz = host_clock_mhz or npu_system.clock_mhz
     to_npu = npu_system.clock_mhz / host_mhz
     est = EthosEstimate(acc.name, npu_system, mode, host_core, host_mhz)
-    in_delegate = False
-    delegates = 0
+    reasons = [_rejections(op, acc.family) for op in ops]
+    memory_only = [all(isinstance(w, CopyWork) for w in op.works) for op in ops]
+    npu = [not r and not m for r, m in zip(reasons, memory_only, strict=True)]
+    # delegate boundaries: the first/last NPU op of each run (memory-only ops do not break a run)
+    first, last, previous = set(), set(), None
+    for k in range(len(ops)):
+        if npu[k]:
+            if previous is None:
+                first.add(k)
+            previous = k
+        elif not memory_only[k] and previous is not None:
+            last.add(previous)
+            previous = None
+    if previous is not None:
+        last.add(previous)
+    delegates = len(first)
     for k, op in enumerate(ops):
         kernels = [w for w in op.works if isinstance(w, KernelWork)]
-        reasons: list[str] = []
-        for w in op.works:
-            if isinstance(w, FloatWork):
-                reasons.append(unsupported_function("fp32 work"))
-            elif isinstance(w, NoEstimate):
-                reasons.append(w.reason)
-            elif isinstance(w, KernelWork):
-                reasons += npu_rejections(Call(w.function, w.params, acc.family, op.weights))
-        memory_only = all(isinstance(w, CopyWork) for w in op.works)
-        if memory_only:
+        if memory_only[k]:
             est.rows.append(EthosRow(op.index, op.name, "NPU (no-op)", "memory-only (reshape)", Cost()))
             continue
-        if reasons:
+        if reasons[k]:
             cost = _host_cost(op, host_core, library)
             cost = Cost(
                 cycles=cost.cycles * to_npu, macs=cost.macs, estimated=cost.estimated, sources=cost.sources
             )
             variant = ", ".join(dict.fromkeys(w.function for w in kernels)) or "portable"
-            note = "; ".join(dict.fromkeys(reasons))
+            note = "; ".join(dict.fromkeys(reasons[k]))
             est.rows.append(EthosRow(op.index, op.name, "CPU", variant, cost, "host", note))
-            in_delegate = False
             continue
         following = next(
             (w.function for o in ops[k + 1 :] for w in o.works if isinstance(w, KernelWork)), None
         )
-        layers, notes, macs = [], [], 0
+        planned, notes = [], []
         for w in kernels:
             got, note = _layers_of(w, Call(w.function, w.params, acc.family, op.weights), following)
-            layers += [layer_cycles(ctx, layer) for layer in got]
-            macs += sum(layer.macs for layer in got)
+            planned += got
             notes.append(note)
+        if planned and k in first:
+            planned[0] = replace(planned[0], ifm_io=True)
+        if planned and k in last:
+            planned[-1] = replace(planned[-1], ofm_io=True)
+        layers = [layer_cycles(ctx, layer) for layer in planned]
+        macs = sum(layer.macs for layer in planned)
         cycles = sum(lc.total for lc in layers)
         bound = max(layers, key=lambda lc: lc.total).bound if layers else "-"  # the costliest layer's
         moved: dict[str, int] = {}
@@ -309,9 +331,6 @@ def estimate_ops(
         est.rows.append(
             EthosRow(op.index, op.name, "NPU", "; ".join(notes), cost, bound, layers=tuple(layers))
         )
-        if not in_delegate:
-            delegates += 1
-        in_delegate = True
     if delegates:
         host = delegates * handover.invoke + handover.copy_per_byte * _delegate_io(ops, est)
         est.rows.append(EthosRow(None, f"hand-over ({delegates} delegate call{'s' if delegates > 1 else ''})",
