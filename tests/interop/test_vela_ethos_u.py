@@ -17,7 +17,7 @@ pytest.importorskip("torch")
 pytest.importorskip("executorch.backends.arm.ethosu")
 pytest.importorskip("ethosu.vela")
 
-from benchmarks import ethos_u as bench  # noqa: E402
+from benchmarks import ethos_u as bench
 
 
 def test_ad_on_u55_128_against_vela(tmp_path):
@@ -29,5 +29,7 @@ def test_ad_on_u55_128_against_vela(tmp_path):
     assert len(npu) == 10 and all(r["placement"] != "CPU" for r in ours["rows"])
     assert sum(r["macs"] for r in npu) == sum(r["macs"] for r in vela["layers"]) == 264_192
     error = (ours["npu_cycles"] - vela["cycles"]) / vela["cycles"]
-    print(f"AD on U55-128: Vela {vela['cycles']:,.0f} cycles, refsim {ours['npu_cycles']:,} ({100 * error:+.1f}%)")
+    print(
+        f"AD on U55-128: Vela {vela['cycles']:,.0f} cycles, refsim {ours['npu_cycles']:,} ({100 * error:+.1f}%)"
+    )
     assert abs(error) <= bench.TARGET_PCT / 100
