@@ -371,7 +371,10 @@ def compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig, *, calibr
     """The MAC engine and output unit's cycles for the layer (see the module docstring), times
     the configuration's fitted efficiency for the layer's class unless ``calibrated=False``."""
     raw = _compute_cycles(ctx, layer, cfg)
-    return raw * efficiency(ctx.accelerator.name, layer) if calibrated else raw
+    if not calibrated:
+        return raw
+    # a factor below 1 never takes the layer under the MAC engine's peak
+    return max(raw * efficiency(ctx.accelerator.name, layer), layer.macs / ctx.accelerator.macs)
 
 
 def _compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float:
