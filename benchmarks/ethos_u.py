@@ -239,12 +239,13 @@ def write_calibration(table: dict, path: Path) -> None:
 
 def read_vela(d: Path) -> dict:
     """Vela's totals and per-layer rows over every delegate of one export."""
-    total, layers, delegates, system, mode = 0, [], 0, None, None
+    total, layers, delegates, system, mode, weights = 0, [], 0, None, None, 0
     for delegate in sorted(d.glob("delegate*"), key=lambda p: int(p.name.removeprefix("delegate"))):
         (summary,) = delegate.glob("out_summary_*.csv")
         with summary.open() as f:
             row = next(csv.DictReader(f))
         total += float(row["cycles_total"])
+        weights += int(float(row["total_npu_encoded_weights"]))
         system, mode = row["system_config"], row["memory_mode"]
         delegates += 1
         with (delegate / "out_per-layer.csv").open() as f:
@@ -255,7 +256,8 @@ def read_vela(d: Path) -> dict:
                                "macs": int(float(r["MAC Count"]))})  # fmt: skip
     if not delegates:
         raise SystemExit(f"no Vela output under {d} (run with --export first)")
-    return {"cycles": total, "delegates": delegates, "system": system, "memory_mode": mode, "layers": layers}
+    return {"cycles": total, "delegates": delegates, "system": system, "memory_mode": mode,
+            "encoded_weight_bytes": weights, "layers": layers}  # fmt: skip
 
 
 def refsim_estimate(model: str, config: str, system: str, mode: str) -> dict:
@@ -268,7 +270,10 @@ def refsim_estimate(model: str, config: str, system: str, mode: str) -> dict:
     rows = [{"index": r.index, "op": r.name, "placement": r.placement, "variant": r.variant,
              "cycles": round(r.cost.cycles), "bound": r.bound, "macs": r.cost.macs, "note": r.note}
             for r in est.rows]  # fmt: skip
-    return {"npu_cycles": round(est.npu_cycles), "total_cycles": est.total_cycles, "rows": rows}
+    # the weight stream alone, as Vela's total_npu_encoded_weights counts it (scales/biases apart)
+    encoded = sum(layer.weights_bytes for r in est.rows for layer in r.planned)
+    return {"npu_cycles": round(est.npu_cycles), "total_cycles": est.total_cycles,
+            "encoded_weight_bytes": encoded, "rows": rows}  # fmt: skip
 
 
 def per_layer(result: dict) -> list[tuple[str, int, float, float]]:
@@ -344,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         export(a.export, models, configs)
     results = []
     print(f"{'model':5} {'config':14} {'system / memory mode':45} {'Vela':>10} {'refsim NPU':>11} {'error':>8} "
-          f"{'refsim total':>13}")  # fmt: skip
+          f"{'refsim total':>13} {'weights Vela':>13} {'refsim':>8}")  # fmt: skip
     for model in models:
         for config in configs:
             vela = read_vela(vela_dir / f"{model}_{config}")
@@ -355,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             sysmode = f"{vela['system']} / {vela['memory_mode']}"
             print(f"{model:5} {config:14} {sysmode:45} {vela['cycles']:10,.0f} {ours['npu_cycles']:11,} "
-                  f"{err:+7.1f}% {ours['total_cycles']:13,}")  # fmt: skip
+                  f"{err:+7.1f}% {ours['total_cycles']:13,} {vela['encoded_weight_bytes']:13,} "
+                  f"{ours['encoded_weight_bytes']:8,}")  # fmt: skip
     worst = max(abs(r["error_pct"]) for r in results)
     within = sum(abs(r["error_pct"]) <= TARGET_PCT for r in results)
     print(f"{within}/{len(results)} within ±{TARGET_PCT:g}% of Vela; worst {worst:.1f}%")

@@ -82,7 +82,8 @@ class EthosRow:
     cost: Cost  # cycles in NPU clock cycles
     bound: str = "-"
     note: str = ""
-    layers: tuple = ()
+    layers: tuple = ()  # LayerCycles per NPU layer
+    planned: tuple = ()  # the NpuLayers themselves
 
     @property
     def estimated(self) -> bool:
@@ -328,9 +329,10 @@ def estimate_ops(
             for m, b in lc.bytes.items():
                 moved[m] = moved.get(m, 0) + int(b)
         cost = Cost(macs=macs, cycles=cycles, bytes_read=moved, sources=(f"Vela-style model of {acc.name}",))
-        est.rows.append(
-            EthosRow(op.index, op.name, "NPU", "; ".join(notes), cost, bound, layers=tuple(layers))
+        row = EthosRow(
+            op.index, op.name, "NPU", "; ".join(notes), cost, bound, "", tuple(layers), tuple(planned)
         )
+        est.rows.append(row)
     if delegates:
         host = delegates * handover.invoke + handover.copy_per_byte * _delegate_io(ops, est)
         est.rows.append(EthosRow(None, f"hand-over ({delegates} delegate call{'s' if delegates > 1 else ''})",
