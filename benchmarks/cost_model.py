@@ -84,9 +84,7 @@ def published_table() -> list[dict]:
             name = f"{model}_m4" if dsp and (MODELS / f"{model}_m4.pte").exists() else model
             program = Program.load(MODELS / f"{name}.pte")
             method = program.method("forward")
-            est = estimate_method(
-                program, method, cpu=core, system=system, clock_mhz=clock, foreign_exports=True
-            )
+            est = estimate_method(program, method, cpu=core, system=system, clock_mhz=clock, foreign_exports=True)
             ms = est.latency_ms
             rows.append(
                 {
@@ -155,15 +153,7 @@ def main() -> None:
 
     console = Console(width=160)
     a = held_out_table()
-    table = Table(
-        "library",
-        "core",
-        "function / variant",
-        "held out",
-        "cycles max |err|",
-        "mean |err|",
-        title="(a) held out",
-    )
+    table = Table("library", "core", "function / variant", "held out", "cycles max |err|", "mean |err|", title="(a) held out")
     for r in a:
         flag = "" if r["cycles_max_abs"] <= 0.10 else " ✗"
         table.add_row(r["library"], r["core"], r["function"], str(r["held_out"]),
@@ -172,31 +162,13 @@ def main() -> None:
     within = sum(r["cycles_max_abs"] <= 0.10 for r in a)
     console.print(f"{within} of {len(a)} function x core pairs within ±10% on every held-out shape")
     b = published_table()
-    table = Table(
-        "board",
-        "core",
-        "MHz",
-        "model",
-        "program",
-        "estimated ms",
-        "published ms",
-        "error",
-        title="(b) silicon",
-    )
+    table = Table("board", "core", "MHz", "model", "program", "estimated ms", "published ms", "error", title="(b) silicon")
     for r in b:
         table.add_row(r["board"], r["core"], f"{r['clock_mhz']:g}", r["model"], r["program"],
                       f"{r['estimated_ms']:.2f}", f"{r['published_ms']:.2f}", f"{100 * r['error']:+.1f}%")  # fmt: skip
     console.print(table)
     c = overhead_table()
-    table = Table(
-        "model",
-        "estimate cold ms",
-        "warm ms",
-        "run -q s",
-        "run -q --estimate-cycles s",
-        "added ms",
-        title="(c) overhead",
-    )
+    table = Table("model", "estimate cold ms", "warm ms", "run -q s", "run -q --estimate-cycles s", "added ms", title="(c) overhead")
     for r in c:
         table.add_row(r["model"], f"{r['estimate_cold_ms']:.1f}", f"{r['estimate_warm_ms']:.1f}", f"{r['run_wall_s']:.2f}",
                       f"{r['run_estimate_wall_s']:.2f}", f"{r['added_wall_ms']:.0f}")  # fmt: skip
