@@ -39,7 +39,7 @@ def test_estimate_records_per_case(vectors, tmp_path, capsys):
     if missing_toolchain() is None:
         assert all(isinstance(r["measured_cycles"], int) and r["measured_cycles"] > 0 for r in records)
         assert all(
-            r["cycles_error"] == pytest.approx(r["cycles"] / r["measured_cycles"] - 1, abs=1e-4)
+            r["cycles_error"] == pytest.approx(r["cycles"] / r["measured_cycles"] - 1, abs=1e-3)
             for r in records
         )
     assert "cases estimated on cortex-m4" in capsys.readouterr().out
