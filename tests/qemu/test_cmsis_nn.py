@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kernels_py.elementwise import cmsis_minmax_broadcast_is_exact
 from refsim.conformance import vectors as vec
 from refsim.qemu import CORES
 from refsim.qemu import conformance as qc
@@ -57,6 +58,24 @@ def _mve_1xn_right_edge(core: str, function: str, params: Params) -> bool:
     return total_pad - params["padding.w"] not in (0, 1)
 
 
+def _minmax_row_walk(core: str, function: str, params: Params) -> bool:
+    """arm_maximum_s8 / arm_minimum_s8 V.1.0.0 walk the broadcast input with the wrong pointer when
+    one input has H >= 2, W = C = 1 and the other W >= 2 (kernels_py.elementwise
+    .cmsis_minmax_broadcast_is_exact tells which shape pairs): every core."""
+    if function not in ("arm_maximum_s8", "arm_minimum_s8"):
+        return False
+    dims_1 = tuple(params[f"input_1_dims.{k}"] for k in "nhwc")
+    dims_2 = tuple(params[f"input_2_dims.{k}"] for k in "nhwc")
+    return not cmsis_minmax_broadcast_is_exact(dims_1, dims_2)
+
+
+def _transpose_2d_permutation(core: str, function: str, params: Params) -> bool:
+    """arm_transpose_s8's 2-D branch ignores permutations and always transposes: every core."""
+    return (
+        function == "arm_transpose_s8" and params["num_dims"] == 2 and list(params["permutations"]) == [0, 1]
+    )
+
+
 def _transpose_conv_ramp(core: str, function: str, params: Params) -> bool:
     """arm_transpose_conv_s8 before V.2.0.1 (v7.0.0) flushes stride_y rows per input row even while
     pad_y is not yet consumed: wrong rows when padding.h is not a multiple of stride.h."""
@@ -68,6 +87,8 @@ def _transpose_conv_ramp(core: str, function: str, params: Params) -> bool:
 KNOWN_DEFECTS: dict[str, Callable[[str, str, Params], bool]] = {
     "grouped conv with NULL bias reads bias from address 4k": _grouped_null_bias,
     "MVE 1xN conv right edge": _mve_1xn_right_edge,
+    "maximum/minimum broadcast row walk": _minmax_row_walk,
+    "2-D transpose ignores its permutation": _transpose_2d_permutation,
     "transpose conv rows when padding.h % stride.h != 0 (fixed in V.2.0.1)": _transpose_conv_ramp,
 }
 
@@ -149,14 +170,46 @@ def _conv_case(
     return case
 
 
+def _minmax_case(name: str, function: str, dims_1: tuple[int, ...], dims_2: tuple[int, ...]) -> vec.Case:
+    """Broadcast maximum/minimum of two ramps (-50, -47, ... and -40, -35, ...)."""
+    params: dict[str, Any] = {"function": function}
+    shapes = {
+        "input_1_dims": dims_1,
+        "input_2_dims": dims_2,
+        "output_dims": np.broadcast_shapes(dims_1, dims_2),
+    }
+    for struct, shape in shapes.items():
+        params.update({f"{struct}.{k}": int(v) for k, v in zip("nhwc", shape, strict=True)})
+    arrays = {
+        "input_1": (np.arange(np.prod(dims_1)) * 3 - 50).astype(np.int8).reshape(dims_1),
+        "input_2": (np.arange(np.prod(dims_2)) * 5 - 40).astype(np.int8).reshape(dims_2),
+    }
+    case = vec.Case(function, name, arrays, params, np.zeros(0, np.int8))
+    case.output = vec.run_case(case)
+    return case
+
+
+def _transpose_2d_identity() -> vec.Case:
+    params: dict[str, Any] = {"function": "arm_transpose_s8", "num_dims": 2, "permutations": [0, 1]}
+    for struct in ("input_dims", "output_dims"):
+        params.update({f"{struct}.{k}": v for k, v in zip("nhwc", (2, 3, 1, 1), strict=True)})
+    arrays = {"input": np.arange(6, dtype=np.int8).reshape(2, 3)}
+    case = vec.Case("arm_transpose_s8", "transpose_2d_identity", arrays, params, np.zeros(0, np.int8))
+    case.output = vec.run_case(case)
+    return case
+
+
 @functools.cache
 def hand_worked() -> dict[str, tuple[vec.Case, list[int], tuple[str, ...]]]:
     """The hand-worked cases of docs/numerics.md: name -> (case, its output by hand, cores it fails on)."""
-    m55 = ("cortex-m55",)
+    m55, every = ("cortex-m55",), tuple(CORES)
     return {
-        "grouped_null_bias": (_conv_case("grouped_null_bias", "arm_convolve_s8", 1, 2, 1, 1, 2, 1, 0), [1, 1], tuple(CORES)),
+        "grouped_null_bias": (_conv_case("grouped_null_bias", "arm_convolve_s8", 1, 2, 1, 1, 2, 1, 0), [1, 1], every),
         "1xn_unused_tail": (_conv_case("1xn_unused_tail", "arm_convolve_1_x_n_s8", 3, 4, 2, 4, 1, 3, 0), [12], m55),
         "1xn_two_right_pads": (_conv_case("1xn_two_right_pads", "arm_convolve_1_x_n_s8", 4, 4, 5, 4, 1, 3, 2), [24, 36], m55),
+        "max_h_against_w": (_minmax_case("max_h_against_w", "arm_maximum_s8", (1, 3, 1, 1), (1, 1, 3, 1)), [-40, -35, -30] * 3, every),
+        "min_h_against_w": (_minmax_case("min_h_against_w", "arm_minimum_s8", (1, 3, 1, 1), (1, 1, 3, 1)), [-50] * 3 + [-47] * 3 + [-44] * 3, every),
+        "transpose_2d_identity": (_transpose_2d_identity(), [0, 1, 2, 3, 4, 5], every),
     }  # fmt: skip
 
 
