@@ -46,6 +46,7 @@ HARNESS_STATUS: dict[int, str] = {
     3: "tier not available on this core",
     4: "kernel wrote past the end of its output",
     5: "output and scratch do not fit the bulk region",
+    6: "kernel wrote past the end of its scratch (ctx) buffer",
 }
 
 
