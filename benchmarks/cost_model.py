@@ -118,21 +118,21 @@ def _wall(args: list[str], repeats: int) -> float:
 
 def overhead_table(repeats: int = 3) -> list[dict]:
     code = (
-        "import time, json, sys;"
+        "import time, json, sys, os;"
         "from refsim.runtime import Program;"
         "p = Program.load(sys.argv[1]); m = p.method('forward');"
-        "t = time.perf_counter();"
+        "t = time.perf_counter(); u = time.process_time();"
         "from refsim.runtime.estimate import estimate_method;"
-        "estimate_method(p, m); c = time.perf_counter() - t;"
+        "estimate_method(p, m); c = time.perf_counter() - t; cu = time.process_time() - u;"
         "t = time.perf_counter(); estimate_method(p, m); w = time.perf_counter() - t;"
-        "print(json.dumps([c * 1e3, w * 1e3]))"
+        "print(json.dumps([c * 1e3, w * 1e3, cu * 1e3, os.getloadavg()[0]]))"
     )
     refsim = str(Path(sys.executable).with_name("refsim"))
     rows = []
     for model in ("kws", "vww", "ic", "ad"):
         path = str(MODELS / f"{model}.pte")
         out = subprocess.run([sys.executable, "-c", code, path], check=True, capture_output=True, text=True)
-        cold, warm = json.loads(out.stdout)
+        cold, warm, cold_cpu, load = json.loads(out.stdout)
         plain = _wall([refsim, "run", path, "-q"], repeats)
         with_estimate = _wall([refsim, "run", path, "-q", "--estimate-cycles"], repeats)
         rows.append(
@@ -140,6 +140,8 @@ def overhead_table(repeats: int = 3) -> list[dict]:
                 "model": model,
                 "estimate_cold_ms": round(cold, 2),
                 "estimate_warm_ms": round(warm, 2),
+                "estimate_cold_cpu_ms": round(cold_cpu, 2),
+                "load_average": round(load, 1),
                 "run_wall_s": round(plain, 3),
                 "run_estimate_wall_s": round(with_estimate, 3),
                 "added_wall_ms": round((with_estimate - plain) * 1e3, 1),
@@ -195,12 +197,12 @@ def markdown(results: dict) -> str:
         "(c) what --estimate-cycles adds (estimate_method in-process; wall = `refsim run -q`, median)\n"
     )
     out.append(
-        "| model | estimate, cold (ms) | estimate, warm (ms) | run -q (s) | run -q --estimate-cycles (s) |"
+        "| model | estimate, cold (ms wall) | cold (ms CPU) | warm (ms wall) | load average | run -q (s) | run -q --estimate-cycles (s) |"
     )
-    out.append("|---|---|---|---|---|")
+    out.append("|---|---|---|---|---|---|---|")
     for r in results["overhead"]:
-        out.append(f"| {r['model']} | {r['estimate_cold_ms']:.1f} | {r['estimate_warm_ms']:.1f} | {r['run_wall_s']:.2f} | "
-                   f"{r['run_estimate_wall_s']:.2f} |")  # fmt: skip
+        out.append(f"| {r['model']} | {r['estimate_cold_ms']:.1f} | {r['estimate_cold_cpu_ms']:.1f} | {r['estimate_warm_ms']:.1f} | "
+                   f"{r['load_average']:.1f} | {r['run_wall_s']:.2f} | {r['run_estimate_wall_s']:.2f} |")  # fmt: skip
     return "\n".join(out) + "\n"
 
 
@@ -246,18 +248,12 @@ def main() -> None:
                       f"{r['estimated_ms']:.2f}", f"{r['published_ms']:.2f}", f"{100 * r['error']:+.1f}%")  # fmt: skip
     console.print(table)
     c = overhead_table()
-    table = Table(
-        "model",
-        "estimate cold ms",
-        "warm ms",
-        "run -q s",
-        "run -q --estimate-cycles s",
-        "added ms",
-        title="(c) overhead",
-    )
+    table = Table("model", "estimate cold ms", "cold CPU ms", "warm ms", "load", "run -q s",
+                  "run -q --estimate-cycles s", title="(c) overhead")  # fmt: skip
     for r in c:
-        table.add_row(r["model"], f"{r['estimate_cold_ms']:.1f}", f"{r['estimate_warm_ms']:.1f}", f"{r['run_wall_s']:.2f}",
-                      f"{r['run_estimate_wall_s']:.2f}", f"{r['added_wall_ms']:.0f}")  # fmt: skip
+        table.add_row(r["model"], f"{r['estimate_cold_ms']:.1f}", f"{r['estimate_cold_cpu_ms']:.1f}",
+                      f"{r['estimate_warm_ms']:.1f}", f"{r['load_average']:.1f}", f"{r['run_wall_s']:.2f}",
+                      f"{r['run_estimate_wall_s']:.2f}")  # fmt: skip
     console.print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"held_out": a, "published": b, "overhead": c}, indent=1) + "\n")
