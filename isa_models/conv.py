@@ -11,6 +11,8 @@ K = KH·KW·C_IN/groups the reduction, G groups; blocking from :data:`isa_models
 L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
 
     call      = 1                                     per-call setup
+    out_rows  = N·OH·G                                per output row (strided 1x1: one mat-mult
+                                                      per row, its column blocking per row)
     pixels    = P·G                                   per im2col column: loop and pointer setup
     outputs   = P·C·G                                 per-output requantization and store
     im2col    = Σ valid input bytes copied to columns (0 for the 1x1 kernels: they read in place)
@@ -20,6 +22,8 @@ L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
                 outside whole L-blocks (copied one by one)
     blocks    = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/L⌋·G  (MVE: ⌈P/Pb⌉·C·⌈K/L⌉·G, the K tail is predicated)
     k_tail    = ⌊P/Pb⌋·Pb·C·(K mod L)·G   (0 on MVE)                 scalar tail MACs
+    blocks16  = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/16⌋·G (DSP)        CMSIS-NN's 16-wide unrolled K loop
+    weight_sums = C·K·G per mat-mult call (DSP)       CMSIS-NN sums each weight row per call
     passes    = ⌊P/Pb⌋·⌊C/Cb⌋·G (MVE: ⌈P/Pb⌉·C·G)      per (column block, channel block) set-up
     odd_columns  = (P mod Pb)·C·K·G  (MVE: (P mod Pb)·C·⌈K/L⌉·G)      the leftover pixel(s)
     odd_channels = ⌊P/Pb⌋·(C mod Cb)·K·G  (0 on MVE)                  the leftover channel
@@ -90,6 +94,10 @@ def _mat_mult(tier: str, columns: int, channels: int, depth: int) -> dict[str, f
     return {
         "passes": float(full_cols * full_chans),
         "blocks": float(full_cols * full_chans * k_passes),
+        # CMSIS-NN's DSP mat-mult unrolls K by 16 before its 4-wide loop, and sums each weight row
+        # (for the input offset) once per call: both are features of their own.
+        "blocks16": float(full_cols * full_chans * (depth // 16)),
+        "weight_sums": float(channels * depth),
         "k_tail": float(full_cols * b.columns * channels * k_left),
         "odd_columns": float(odd_cols * channels * depth),
         "odd_channels": float(full_cols * odd_chans * depth),
@@ -127,7 +135,7 @@ def _im2col_runs(i, f, o, s, pad, d, groups: int, lanes: int) -> tuple[int, int]
     return o.n * groups * runs, o.n * groups * scalar
 
 
-def _conv_features(p: Params, tier: str, *, in_place: bool) -> Features:
+def _conv_features(p: Params, tier: str, *, in_place: bool, row_wise: bool = False) -> Features:
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
@@ -135,6 +143,9 @@ def _conv_features(p: Params, tier: str, *, in_place: bool) -> Features:
     pixels = o.n * o.h * o.w
     depth = f.h * f.w * f.c
     mat = _mat_mult(tier, pixels, per_group, depth)
+    if row_wise:  # one mat-mult per output row (strided 1x1): the column blocking restarts each row
+        per_row = _mat_mult(tier, o.w, per_group, depth)
+        mat = {k: v * o.n * o.h for k, v in per_row.items()}
     if in_place:
         copied, padded, runs, scalar = 0, 0, 0, 0
     else:
@@ -145,6 +156,7 @@ def _conv_features(p: Params, tier: str, *, in_place: bool) -> Features:
         runs, scalar = _im2col_runs(i, f, o, s, pad, d, groups, BLOCKING[tier].reduce_lanes)
     return {
         "call": 1.0,
+        "out_rows": float(o.n * o.h * groups),
         "pixels": float(pixels * groups),
         "outputs": float(pixels * per_group * groups),
         "im2col": float(copied),
@@ -217,7 +229,7 @@ FORMULAS: dict[str, Formula] = {
         Formula(
             "arm_convolve_1x1_s8",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, in_place=True),
+            lambda p, tier: _conv_features(p, tier, in_place=True, row_wise=True),
             conv_macs,
             conv_bytes,
             "1x1, any stride: strided rows read in place; call, pixels, outputs, blocks, k_tail",

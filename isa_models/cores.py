@@ -90,6 +90,7 @@ class CoreModel:
     multiply_cycles: int
     multiply_accumulate_cycles: int
     mve_beats_per_tick: int | None
+    mve_beats_per_instruction: int | None  # a 128-bit vector instruction is 4 beats of 32 bits
     mve_pair_overlap: bool  # add the beat overlap of adjacent MVE load/store + MVE compute pairs
     sources: tuple[Source, ...]
 
@@ -148,6 +149,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=None,
+            mve_beats_per_instruction=None,
             mve_pair_overlap=False,
             sources=(
                 Source(
@@ -192,6 +194,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=2,
             mve_beats_per_tick=None,
+            mve_beats_per_instruction=None,
             mve_pair_overlap=False,
             sources=(
                 Source(
@@ -234,6 +237,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=None,
+            mve_beats_per_instruction=None,
             mve_pair_overlap=False,
             sources=(
                 Source(
@@ -275,6 +279,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=None,
+            mve_beats_per_instruction=None,
             mve_pair_overlap=False,
             sources=(
                 Source(
@@ -321,6 +326,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=None,
+            mve_beats_per_instruction=None,
             mve_pair_overlap=False,
             sources=(
                 Source(
@@ -365,6 +371,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=2,
+            mve_beats_per_instruction=4,
             mve_pair_overlap=False,  # ARMScheduleM55.td already overlaps them
             sources=(
                 Source(
@@ -412,6 +419,7 @@ CORE_MODELS: dict[str, CoreModel] = {
             multiply_cycles=1,
             multiply_accumulate_cycles=1,
             mve_beats_per_tick=2,
+            mve_beats_per_instruction=4,
             mve_pair_overlap=True,  # ARMScheduleM85.td serializes VLDR and VMLADAV (4 cycles; M55 model 2)
             sources=(
                 Source(

@@ -22,6 +22,7 @@ from types import MappingProxyType, ModuleType
 
 from isa_models import activation, conv, depthwise, elementwise, fully_connected, layout, pooling, softmax
 from isa_models.cost import Cost
+from isa_models.errors import IsaModelError
 from isa_models.formula import Features, Formula
 from isa_models.shapes import Params
 
@@ -38,7 +39,7 @@ FAMILIES: tuple[ModuleType, ...] = (
 )
 
 
-class CostModelError(Exception):
+class CostModelError(IsaModelError):
     """A call the cost model cannot estimate (unknown function, no calibration for the core)."""
 
 

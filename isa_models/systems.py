@@ -23,6 +23,11 @@ The timing layer (refsim/qemu/timing.py) charges, per executed block,
 
 Latency here means wait states added to a single-cycle access; SRAM and TCM are zero-wait on
 every preset unless stated.
+
+Provenance: the values were entered from the documents and sections named in ``sources``
+without a copy of them in the environment that wrote this table; a value the document does not
+state (MRAM wait states on the Alif E8, flash wait states behind the nRF5340's cache) is marked
+"model value" in its comment. Check a preset against its reference manual before relying on it.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from isa_models.errors import IsaModelError
 from isa_models.fit import fit_coefficients, predict, relative_errors
 
 CALIBRATION_DIR = Path(__file__).resolve().parent
@@ -38,7 +39,7 @@ DEFAULT_LIBRARY = LIBRARY_PREFERENCE[0]
 QUANTITIES = ("instructions", "cycles")
 
 
-class CalibrationError(Exception):
+class CalibrationError(IsaModelError):
     """A calibration file is missing or malformed."""
 
 

@@ -204,7 +204,9 @@ def _run_c_kernels(
         from isa_models.systems import get_system
 
         if system is not None:
-            get_system(system)
+            preset = get_system(system)
+            if cpu is not None and preset.core != get_core_model(cpu).name:
+                raise typer.BadParameter(f"--system {system} is a {preset.core} system; --cpu is {cpu}")
         if cpu is not None:
             get_core_model(cpu)
             cpu = timing_cli.qemu_cpu_for(cpu)
@@ -213,6 +215,8 @@ def _run_c_kernels(
             cpu = timing_cli.qemu_cpu_for(cpu)
     with console.status("building the harness"):
         target = qc.resolve_target(isa, cpu, kernels_dir)
+        if count_cycles is not None:
+            target = timing_cli.timed_target(target, timed_cpu)
     tier = "public functions" if target.variant == "default" else f"{target.variant} variants"
     _say(f"{target.library_name} on {target.core.name} ({target.core.machine}): --isa {target.isa}, {tier}")
     if vectors is not None:

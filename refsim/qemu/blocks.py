@@ -54,6 +54,7 @@ _MULTIPLES = _words(
     "vstmia vstmdb"
 )
 _MLA = _words("mla mls")
+_KNOWN = _BRANCHES | _LOADS | _STORES | _MULTIPLES | _DOUBLES | _MLA | _LOOP_SETUP
 _NO_DEST = _words("cmp cmn tst teq it nop dmb dsb isb msr bkpt svc wfi wfe sev")
 _ALIASES = {"ip": "r12", "fp": "r11", "sl": "r10", "sb": "r9"}
 _REGISTER = re.compile(r"\b(r1[0-5]|r[0-9]|sp|lr|pc|ip|fp|sl|sb)\b")
@@ -114,6 +115,7 @@ def block_instructions(listing: Mapping[int, Insn], start: int, count: int, size
     return tuple(out)
 
 
+@functools.cache
 def base_mnemonic(mnemonic: str) -> str:
     """Without width/data-type suffixes and condition: ``ldrbne.w`` → ``ldrb``, ``bne.n`` → ``b``."""
     base = mnemonic.split(".")[0]
@@ -122,7 +124,7 @@ def base_mnemonic(mnemonic: str) -> str:
     if len(base) > 2 and base[-2:] in _CONDITIONS:
         stem = base[:-2]
         for candidate in (stem, stem[:-1] if stem.endswith("s") else stem):
-            if candidate in _BRANCHES | _LOADS | _STORES | _MULTIPLES | _DOUBLES | _MLA | _LOOP_SETUP:
+            if candidate in _KNOWN:
                 return candidate
     return base
 
@@ -158,6 +160,7 @@ def transfer_words(insn: Insn) -> int:
     return sum(2 if r.startswith("d") else 1 for r in regs)
 
 
+@functools.cache
 def kind_of(insn: Insn) -> str:
     base = base_mnemonic(insn.mnemonic)
     if base in _BRANCHES:
@@ -244,6 +247,7 @@ def memory_cycles(insns: Sequence[Insn], core: CoreModel) -> list[int | None]:
     return out
 
 
+@functools.cache
 def mca_text(insn: Insn) -> str | None:
     """The instruction as llvm-mca gets it, or None when it is left out (a branch: the timing layer
     charges branches itself). A POP/LDM with PC loses PC from its list."""

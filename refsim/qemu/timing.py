@@ -280,11 +280,12 @@ class BlockCost:
     per_execution: Mapping[str, int]
     per_jump_out: int
     per_jump_in: int
-    lines: int  # instruction-fetch lines the block spans
     unparsed: int
 
 
 def _static_cost(insns: Sequence[bl.Insn], spans: Sequence[int | None], model: CoreModel) -> dict[str, int]:
+    """Cycles of one execution of a block by component (module docstring); ``spans``: llvm-mca's,
+    one per instruction it was given (:func:`refsim.qemu.blocks.mca_text` not None)."""
     parts = dict.fromkeys(("issue", "load_store", "multiply", "mve_overlap", "branch", "unparsed"), 0)
     trm = bl.memory_cycles(insns, model)
     mca_index = 0
@@ -313,13 +314,14 @@ def _static_cost(insns: Sequence[bl.Insn], spans: Sequence[int | None], model: C
         else:
             parts["issue"] += span
             span_used = span
-        if memory is not None and model.load_store_rule == "trm":
-            parts["load_store"] += memory - span_used
+        if memory is not None and (model.load_store_rule == "trm" or not in_mca):
+            parts["load_store"] += memory - span_used  # not given to llvm: POP {PC}, LDR PC
         elif kind == "mla" and model.multiply_accumulate_cycles > max(1, span_used):
             parts["multiply"] += model.multiply_accumulate_cycles - span_used
     if model.mve_pair_overlap:
-        assert model.mve_beats_per_tick is not None
-        parts["mve_overlap"] = -_mve_overlap(insns, spans, 4 // model.mve_beats_per_tick)
+        assert model.mve_beats_per_tick is not None and model.mve_beats_per_instruction is not None
+        ticks = model.mve_beats_per_instruction // model.mve_beats_per_tick
+        parts["mve_overlap"] = -_mve_overlap(insns, spans, ticks)
     return parts
 
 
@@ -372,7 +374,6 @@ def time_blocks(
             per_execution=static,
             per_jump_out=_refill_out(insns[-1], model),
             per_jump_in=model.unaligned_target_refill if unaligned else 0,
-            lines=0,
             unparsed=sum(1 for s in spans if s is None),
         )
     return costs

@@ -11,6 +11,7 @@ timed (refsim/qemu/timing.py) in batches, one QEMU start each, and written as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +34,15 @@ def qemu_cpu_for(cpu: str | None) -> str | None:
     if cpu in CORE_MODELS:
         return CORE_MODELS[cpu].qemu_core
     return cpu
+
+
+def timed_target(target: Target, cpu: str | None) -> Target:
+    """``target`` with the harness of ``cpu``'s code path, so the conformance check runs the very
+    build that is timed (cortex-m0plus: the ARMv6-M build on the M3 board)."""
+    if cpu is None or cpu not in CORE_MODELS:
+        return target
+    harness = _harness(cpu, target)
+    return target if harness is target.harness else dataclasses.replace(target, harness=harness)
 
 
 def _harness(model_name: str, target: Target) -> Harness:
@@ -88,6 +98,7 @@ def count_cycles(
         "core": model.name,
         "system": system or default_system(model).name,
         "qemu_core": harness.core.name,
+        "gcc_flags": list(harness.core.gcc_flags),
         "library": str(target.library) if target.library else "kernels_c",
         "llvm_mca": llvm_version(),
     }
@@ -99,4 +110,4 @@ def write_cycles(path: Path, labelled: Sequence[tuple[str, CaseTiming]], header:
     path.write_text(json.dumps(document, indent=1) + "\n")
 
 
-__all__ = ["CYCLES_FORMAT", "count_cycles", "qemu_cpu_for", "write_cycles"]
+__all__ = ["CYCLES_FORMAT", "count_cycles", "qemu_cpu_for", "timed_target", "write_cycles"]

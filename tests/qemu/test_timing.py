@@ -365,6 +365,8 @@ def test_count_cycles_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], ti
     assert main([*args, "--count-cycles", str(out), "--system", "nope"]) == 2
     err = capsys.readouterr().err.strip()
     assert "system must be one of" in err and "\n" not in err
+    assert main([*args, "--count-cycles", str(out), "--system", "corstone-300"]) == 2
+    assert "corstone-300 is a cortex-m55 system" in " ".join(capsys.readouterr().err.split())
 
 
 def test_count_cycles_of_a_kernels_dir_library(
@@ -397,3 +399,24 @@ def test_count_cycles_of_a_kernels_dir_library(
     assert timed["library"] == str(library) and timed["core"] == "cortex-m4"
     assert [r["instructions"] for r in timed["records"]] == [r["instructions"] for r in counted["records"]]
     assert all(r["cycles"] > r["instructions"] for r in timed["records"])
+
+
+def test_what_llvm_cannot_take_is_unparsed_not_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: None
+) -> None:
+    """A line llvm-mc rejects comes back None (the caller charges 1 cycle, reported as
+    unparsed); a block llvm-mca-19 crashes on (``ldr.w rX, [rY], #4`` with -mcpu=cortex-m4) is
+    retried alone and comes back None, and the other blocks of the batch are still timed."""
+    from refsim.qemu import mca
+
+    monkeypatch.setenv("REFSIM_CACHE", str(tmp_path))
+    blocks = [
+        ("add r0, r0, #1", "frobnicate r1, r2", "add r2, r2, #1"),
+        ("ldr.w r6, [r0], #4", "add r0, r0, #1"),
+        ("add r3, r3, #1",),
+    ]
+    spans = mca.block_spans("cortex-m4", "armv7e-m", blocks)
+    assert spans[0][1] is None and spans[0][0] is not None and spans[0][2] is not None
+    assert spans[1] == (None, None)
+    assert spans[2] == (1,)
+    assert mca.block_spans("cortex-m4", "armv7e-m", blocks) == spans  # from the cache
