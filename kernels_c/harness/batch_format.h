@@ -143,6 +143,7 @@ enum
     RS_CASE_NO_VARIANT = 3,        /* the requested tier does not exist on this core */
     RS_CASE_GUARD_OVERWRITTEN = 4, /* the kernel wrote past the end of its output */
     RS_CASE_NO_SPACE = 5,          /* output + scratch do not fit the bulk region */
+    RS_CASE_SCRATCH_OVERWRITTEN = 6, /* the kernel wrote past the end of its scratch (ctx) buffer */
 };
 
 #endif /* RS_BATCH_FORMAT_H */

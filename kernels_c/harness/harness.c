@@ -131,11 +131,15 @@ static uint32_t run_case(const rs_case *c, uint8_t *out, uint8_t *limit)
     const rs_function *fn = rs_find_function(c->function_id);
     if (fn != NULL)
     {
-        status = check_case(fn, c, &output_bytes, &scratch_bytes);
+        status = RS_PUBLIC_API_ONLY && c->variant != RS_VARIANT_DEFAULT
+                     ? RS_CASE_NO_VARIANT
+                     : check_case(fn, c, &output_bytes, &scratch_bytes);
     }
     if (status == RS_CASE_OK)
     {
-        uint8_t *scratch = (uint8_t *)((uintptr_t)(limit - scratch_bytes) & ~(uintptr_t)15U);
+        /* The scratch ends GUARD_BYTES before the limit: a kernel writing past its ctx buffer (a
+         * buffer-size function asking too little) overwrites that guard. */
+        uint8_t *scratch = (uint8_t *)((uintptr_t)(limit - GUARD_BYTES - scratch_bytes) & ~(uintptr_t)15U);
         if ((uint8_t *)output + output_bytes + GUARD_BYTES > scratch)
         {
             status = RS_CASE_NO_SPACE;
@@ -145,6 +149,7 @@ static uint32_t run_case(const rs_case *c, uint8_t *out, uint8_t *limit)
         {
             memset(output, OUTPUT_FILL, output_bytes);
             memset((uint8_t *)output + output_bytes, GUARD_VALUE, GUARD_BYTES);
+            memset(scratch + scratch_bytes, GUARD_VALUE, GUARD_BYTES);
             const rs_case_memory mem = {output, scratch, scratch_bytes};
             rs_current_case = (int32_t)c->index;
             rs_current_function = c->function_id;
@@ -156,10 +161,14 @@ static uint32_t run_case(const rs_case *c, uint8_t *out, uint8_t *limit)
                 {
                     status = RS_CASE_GUARD_OVERWRITTEN;
                 }
+                if (scratch[scratch_bytes + i] != GUARD_VALUE && status != RS_CASE_GUARD_OVERWRITTEN)
+                {
+                    status = RS_CASE_SCRATCH_OVERWRITTEN;
+                }
             }
         }
     }
-    if (status != RS_CASE_OK && status != RS_CASE_GUARD_OVERWRITTEN)
+    if (status != RS_CASE_OK && status != RS_CASE_GUARD_OVERWRITTEN && status != RS_CASE_SCRATCH_OVERWRITTEN)
     {
         output_bytes = 0;
     }

@@ -89,8 +89,19 @@ def conformance(
         Path | None,
         typer.Option(
             "--failures-dir",
-            help="Where to save the first failing case (default: a new temporary directory).",
+            help="Where to save the first failing case of every mismatch class (default: a new temporary directory).",
         ),
+    ] = None,
+    estimate: Annotated[
+        bool,
+        typer.Option(
+            "--estimate",
+            help="With --vectors DIR --cpu X: the cost model's instructions and cycles per case "
+            "(beside instruction-timed ones when QEMU is available).",
+        ),
+    ] = False,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="With --estimate: write per-case records to this JSON file.")
     ] = None,
 ) -> None:
     """Check or produce CMSIS-NN conformance vectors (format: docs/conformance.md)."""
@@ -102,6 +113,13 @@ def conformance(
         for name, fn in registry.functions().items():
             table.add_row(name, fn.family, ", ".join(fn.arrays), str(len(fn.params)))
         console.print(table)
+        return
+    if estimate or json_path is not None:
+        from refsim.commands.conformance_estimate import estimate_vectors
+
+        if not estimate or vectors is None or cpu is None:
+            raise typer.BadParameter("--estimate needs --vectors DIR and --cpu (and --json needs --estimate)")
+        estimate_vectors(vectors, cpu, kernel, json_path, kernels_dir=kernels_dir, system=system)
         return
     if system is not None and count_cycles is None:
         raise typer.BadParameter("--system applies to --count-cycles")
@@ -232,9 +250,14 @@ def _run_c_kernels(
         _say(f"... and {len(report.failures) - MAX_FAIL_LINES} more failures")
     if report.failures:
         directory = failures_dir or Path(tempfile.mkdtemp(prefix="refsim-conformance-failure-"))
-        saved = qc.save_reproducer(report, report.failures[0], directory)
+        classes = qc.mismatch_classes(report)
+        saved = qc.save_reproducers(report, directory)
         library = f" --kernels-dir {target.library}" if target.library else ""
-        _say(f"first failing case saved to {saved}")
+        _say(f"first failing case saved to {next(iter(saved.values()))}")
+        for (function, kind), failures in classes.items():
+            _say(
+                f"mismatch class {function}: {kind}: {len(failures)} case(s), reproducer {saved[function, kind]}"
+            )
         _say(
             f"reproduce: refsim conformance --vectors {directory} --isa {target.isa} "
             f"--cpu {target.core.name}{library}"

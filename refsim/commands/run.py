@@ -32,17 +32,55 @@ def run(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the run report as JSON.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for random inputs.")] = 0,
     method_name: Annotated[str, typer.Option("--method", help="Method to run.")] = "forward",
-    isa: Annotated[str, typer.Option("--isa", help="Tier for kernel choice: scalar, dsp or mve.")] = "mve",
+    isa: Annotated[
+        str | None,
+        typer.Option(
+            "--isa", help="Tier for kernel choice: scalar, dsp or mve (default: as exported, else mve)."
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the outputs line.")] = False,
+    estimate_cycles: Annotated[
+        bool, typer.Option("--estimate-cycles", help="Estimate cycles per op (isa_models cost formulas).")
+    ] = False,
+    cpu: Annotated[
+        str | None, typer.Option("--cpu", help="Core for the estimate (cortex-m0plus ... m85).")
+    ] = None,
+    system: Annotated[
+        str | None, typer.Option("--system", help="System preset for the estimate (clock, memories).")
+    ] = None,
+    clock_mhz: Annotated[float | None, typer.Option("--clock-mhz", help="Clock for the latency.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="With --estimate-cycles: per-op cycle bar chart (PNG).")
+    ] = None,
 ) -> None:
     """Run MODEL.pte's method in its planned arenas with the golden kernels."""
     from refsim.runtime import Program
     from refsim.runtime.describe import constant_bytes, io_quantization, method_ops, scratch_bytes
 
-    if isa not in ISAS:
+    if isa is not None and isa not in ISAS:
         raise RefsimError(f"--isa must be one of {', '.join(ISAS)}, got {isa!r}")
+    if not estimate_cycles and (cpu or system or clock_mhz is not None or plot):
+        raise RefsimError("--cpu, --system, --clock-mhz and --plot need --estimate-cycles")
     program = Program.load(model)
     method = program.method(method_name)
+    estimate = None
+    if estimate_cycles:
+        from refsim.runtime.estimate import estimate_method
+
+        t_est = time.perf_counter()
+        if cpu and cpu.lower().startswith("ethos-u"):  # the NPU + its host core (isa_models.ethos_u_program)
+            from isa_models.ethos_u_program import estimate_method as estimate_ethos_u
+            from refsim.ops.cost import cost_hook
+
+            estimate = estimate_ethos_u(method, cost_hook, cpu, system=system, clock_mhz=clock_mhz)
+        else:
+            estimate = estimate_method(program, method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
+        estimate_ms = (time.perf_counter() - t_est) * 1e3
+        isa = estimate.target.isa
+    if isa is None:
+        from refsim.runtime.estimate import exported_tier
+
+        isa = exported_tier(method) or "mve"
     values = _inputs(program, method, inputs, seed)
 
     timings: dict[int, float] = {}
@@ -62,8 +100,13 @@ def run(
     wall = time.perf_counter() - t0
 
     ops = method_ops(method, isa)
+    by_index = {r.index: r for r in estimate.rows if r.index is not None} if estimate else {}
     for o in ops:
-        o["cycles"] = None  # the cost models (isa_models) are not implemented yet
+        row = by_index.get(o["index"])
+        o["cycles"] = round(row.cost.cycles) if row is not None and row.estimated else None
+        if row is not None:
+            o["variant"] = row.variant
+            o["instructions"] = round(row.cost.instructions) if row.estimated else None
         o["host_us"] = round(timings.get(o["index"], 0.0) * 1e6, 2)
     report = {
         "file": str(model),
@@ -82,6 +125,16 @@ def run(
         },
         "outputs": [],
     }
+    if estimate is not None:
+        from refsim.runtime.estimate import report_fields
+
+        report.update(report_fields(estimate))
+        report["estimate_ms"] = round(estimate_ms, 3)
+        report["estimate_rows"] = [
+            {"index": r.index, "name": r.name, "variant": r.variant, "macs": r.cost.macs,
+             "cycles": round(r.cost.cycles) if r.estimated else None, "note": r.note}
+            for r in estimate.rows
+        ]  # fmt: skip
     arrays = {}
     for k, out in enumerate(results):
         arr = np.asarray(out)
@@ -96,13 +149,22 @@ def run(
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(report, indent=2) + "\n")
+    if estimate is not None and plot is not None:
+        from refsim.commands.estimate_view import plot_estimate
+
+        plot_estimate(estimate, plot, title=model.name)
     if quiet:
         print(" ".join(f"output{k}{list(a.shape)}" for k, a in enumerate(arrays.values())))
         return
-    table = Table("#", "operator", f"kernel ({isa})", "MACs", "host µs")
-    for o in ops:
-        table.add_row(str(o["index"]), o["name"], o["kernel"], f"{o['macs']:,}", f"{o['host_us']:.1f}")
-    console.print(table)
+    if estimate is not None:
+        from refsim.commands.estimate_view import print_estimate
+
+        print_estimate(console, estimate, report["memory"], estimate_ms)
+    else:
+        table = Table("#", "operator", f"kernel ({isa})", "MACs", "host µs")
+        for o in ops:
+            table.add_row(str(o["index"]), o["name"], o["kernel"], f"{o['macs']:,}", f"{o['host_us']:.1f}")
+        console.print(table)
     for k, arr in enumerate(arrays.values()):
         flat = arr.reshape(-1)
         q = io_quantization(program, method_name, "output", k)

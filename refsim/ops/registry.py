@@ -75,6 +75,8 @@ class OpDef:
     macs: Callable[[Args], int] | None = None
     scratch: Callable[[Args, str], int] | None = None
     portable_fallback: bool = False
+    #: ``cost(args, tier)`` → the op's work items for the cost model (refsim/ops/cost.py).
+    cost: Callable[[Args, str], list[Any]] | None = None
     doc: str = field(default="")
 
     @property
@@ -138,7 +140,9 @@ def alias(name: str, op: OpDef, schema: str) -> OpDef:
     parsed = parse_schema(schema)
     if parsed.qualified_name != name:
         raise RuntimeError(f"alias {name} does not match its schema {parsed.qualified_name}")
-    twin = OpDef(parsed, op.run, op.kernel, op.validate, op.macs, op.scratch, op.portable_fallback, op.doc)
+    twin = OpDef(
+        parsed, op.run, op.kernel, op.validate, op.macs, op.scratch, op.portable_fallback, op.cost, op.doc
+    )
     _REGISTRY[name] = twin
     return twin
 

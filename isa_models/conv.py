@@ -1,0 +1,447 @@
+"""Cost formulas for CMSIS-NN's s8 convolutions (kernels_py/conv.py, kernels_c/src/conv_s8*.c).
+
+Routing is kernels_py's: ``select_convolve_kernel`` picks arm_convolve_1x1_s8_fast,
+arm_convolve_1x1_s8, arm_convolve_1_x_n_s8 or arm_convolve_s8 for the wrapper;
+``select_transpose_conv_kernel`` sends a transpose convolution either to
+arm_transpose_conv_s8 or to arm_convolve_s8 on the zero-upscaled input
+(``arm_transpose_conv_wrapper_s8/reverse_conv``).
+
+Features of a convolution (P = N·OH·OW output pixels, C = output channels per group,
+K = KH·KW·C_IN/groups the reduction, G groups; blocking from :data:`isa_models.shapes.BLOCKING`:
+L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
+
+    call      = 1                                     per-call setup
+    out_rows  = N·OH·G                                per output row (strided 1x1: one mat-mult
+                                                      per row, its column blocking per row)
+    pixels    = P·G                                   per im2col column: loop and pointer setup
+    outputs   = P·C·G                                 per-output requantization and store
+    im2col    = Σ valid input bytes copied to columns (0 for the 1x1 kernels: they read in place)
+    im2col_pad= padded column bytes filled with the input offset
+    im2col_runs = runs copied into the columns (per pixel and filter row: one run when the taps
+                are adjacent inside the input, else one per tap), im2col_scalar = their elements
+                outside whole L-blocks (copied one by one)
+    blocks    = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/L⌋·G  (MVE: ⌈P/Pb⌉·C·⌈K/L⌉·G, the K tail is predicated)
+    k_tail    = ⌊P/Pb⌋·Pb·C·(K mod L)·G   (0 on MVE)                 scalar tail MACs
+    blocks16  = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/16⌋·G (DSP)        CMSIS-NN's 16-wide unrolled K loop
+    weight_sums = C·K·G per mat-mult call (DSP)       CMSIS-NN sums each weight row per call
+    passes    = ⌊P/Pb⌋·⌊C/Cb⌋·G (MVE: ⌈P/Pb⌉·C·G)      per (column block, channel block) set-up
+    odd_columns  = (P mod Pb)·C·K·G  (MVE: (P mod Pb)·C·⌈K/L⌉·G)      the leftover pixel(s)
+    odd_channels = ⌊P/Pb⌋·(C mod Cb)·K·G  (0 on MVE)                  the leftover channel
+
+    instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
+
+A transpose convolution (arm_transpose_conv_s8) scatters each input pixel over the output:
+``pixels`` = N·H·W input pixels, ``taps`` = pixels·KH·KW, blocks/k_tail over K = C_IN per tap
+and C_OUT rows, ``outputs`` = N·OH·OW·C_OUT accumulators cleared, requantized and stored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa_models.formula import Features, Formula
+from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps
+from kernels_py import conv
+from kernels_py.types import ConvParams, TransposeConvParams
+
+FAMILY = "conv"
+
+
+def _conv_params(p: Params) -> ConvParams:
+    return ConvParams(
+        stride=tile(p, "stride", 1), padding=tile(p, "padding"), dilation=tile(p, "dilation", 1)
+    )
+
+
+def conv_route(p: Params) -> str:
+    """The function arm_convolve_wrapper_s8 calls (kernels_py's routing predicates)."""
+    cp = _conv_params(p)
+    return conv.select_convolve_kernel(
+        cp, dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    )
+
+
+def transpose_route(p: Params) -> str:
+    tp = TransposeConvParams(stride=tile(p, "stride", 1))
+    if conv.select_transpose_conv_kernel(tp, dims(p, "input_dims")) == "arm_convolve_s8":
+        return "arm_transpose_conv_wrapper_s8/reverse_conv"
+    return "arm_transpose_conv_s8"
+
+
+def conv_macs(p: Params) -> int:
+    o, f = dims(p, "output_dims"), dims(p, "filter_dims")
+    return o.n * o.h * o.w * o.c * f.h * f.w * f.c
+
+
+def conv_bytes(p: Params) -> tuple[int, int]:
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    weights = f.n * f.h * f.w * f.c + 12 * f.n  # filter, plus bias/multiplier/shift per channel
+    return i.n * i.h * i.w * i.c + weights, o.n * o.h * o.w * o.c
+
+
+def _mat_mult(tier: str, columns: int, channels: int, depth: int) -> dict[str, float]:
+    """Inner-loop passes of a blocked mat-mult (``columns`` pixels x ``channels`` rows x ``depth``)
+    and the MACs of its leftover column and channel (odd counts on DSP, < 4 pixels on MVE)."""
+    b = BLOCKING[tier]
+    full_cols, odd_cols = divmod(columns, b.columns)
+    full_chans, odd_chans = divmod(channels, b.channels)
+    if tier == "mve":
+        k_passes = ceil_div(depth, b.reduce_lanes)
+        passes = ceil_div(columns, b.columns) * channels
+        return {"blocks": float(passes * k_passes), "k_tail": 0.0, "passes": float(passes),
+                "odd_columns": float(odd_cols * channels * k_passes), "odd_channels": 0.0}  # fmt: skip
+    k_passes, k_left = divmod(depth, b.reduce_lanes)
+    return {
+        "passes": float(full_cols * full_chans),
+        "blocks": float(full_cols * full_chans * k_passes),
+        # CMSIS-NN's DSP mat-mult unrolls K by 16 before its 4-wide loop, and sums each weight row
+        # (for the input offset) once per call: both are features of their own.
+        "blocks16": float(full_cols * full_chans * (depth // 16)),
+        "weight_sums": float(channels * depth),
+        "k_tail": float(full_cols * b.columns * channels * k_left),
+        "odd_columns": float(odd_cols * channels * depth),
+        "odd_channels": float(full_cols * odd_chans * depth),
+    }
+
+
+def _head_tail(start: int, n: int, lanes: int) -> int:
+    """Elements of the run [start, start + n) outside whole ``lanes``-blocks of the column."""
+    if lanes == 1:
+        return 0
+    head = min((-start) % lanes, n)
+    body_end = (start + n) - (start + n) % lanes
+    return head + max(start + n - max(body_end, start + head), 0)
+
+
+def _im2col_runs(i, f, o, s, pad, d, groups: int, lanes: int) -> tuple[int, int]:
+    """(runs, elements outside whole blocks) of building the columns: per pixel and filter row,
+    one run of KW·C when the row is padding or the pixel's taps are adjacent inside the input
+    (unit dilation, not grouped), else one run of C per tap (kernels_c ``im2col_pair``)."""
+    n = f.c
+    row_elements = f.w * n
+    adjacent = groups == 1 and d.w == 1
+    contiguous_cols = sum(
+        1 for ox in range(o.w) if adjacent and ox * s.w - pad.w >= 0 and ox * s.w - pad.w + f.w <= i.w
+    )
+    split_cols = o.w - contiguous_cols
+    runs = scalar = 0
+    for ky in range(f.h):
+        valid_rows = sum(1 for oy in range(o.h) if 0 <= oy * s.h - pad.h + ky * d.h < i.h)
+        whole = _head_tail(ky * row_elements, row_elements, lanes)
+        per_tap = sum(_head_tail(ky * row_elements + kx * n, n, lanes) for kx in range(f.w))
+        pad_rows = o.h - valid_rows
+        runs += valid_rows * (contiguous_cols + split_cols * f.w) + pad_rows * o.w
+        scalar += valid_rows * (contiguous_cols * whole + split_cols * per_tap) + pad_rows * o.w * whole
+    return o.n * groups * runs, o.n * groups * scalar
+
+
+def _conv_features(p: Params, tier: str, *, in_place: bool, row_wise: bool = False) -> Features:
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    groups = max(i.c // max(f.c, 1), 1)
+    per_group = max(f.n // groups, 1)
+    pixels = o.n * o.h * o.w
+    depth = f.h * f.w * f.c
+    mat = _mat_mult(tier, pixels, per_group, depth)
+    if row_wise:  # one mat-mult per output row (strided 1x1): the column blocking restarts each row
+        per_row = _mat_mult(tier, o.w, per_group, depth)
+        mat = {k: v * o.n * o.h for k, v in per_row.items()}
+    if in_place:
+        copied, padded, runs, scalar = 0, 0, 0, 0
+    else:
+        rows = valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h)
+        cols = valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
+        copied = o.n * rows * cols * f.c * groups
+        padded = pixels * depth * groups - copied
+        runs, scalar = _im2col_runs(i, f, o, s, pad, d, groups, BLOCKING[tier].reduce_lanes)
+    return {
+        "call": 1.0,
+        "out_rows": float(o.n * o.h * groups),
+        "pixels": float(pixels * groups),
+        "outputs": float(pixels * per_group * groups),
+        "im2col": float(copied),
+        "im2col_pad": float(padded),
+        "im2col_runs": float(runs),
+        "im2col_scalar": float(scalar),
+        **{k: v * groups for k, v in mat.items()},
+    }
+
+
+def _reverse_conv_params(p: Params) -> dict[str, int]:
+    """The arm_convolve_s8 call arm_transpose_conv_wrapper_s8 makes: the input upscaled by the
+    stride (zeros between pixels), padded by KH-1-padding, stride 1, the filter reversed."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    up_h, up_w = (i.h - 1) * s.h + 1, (i.w - 1) * s.w + 1
+    q = dict(p)
+    q.update({"input_dims.h": up_h, "input_dims.w": up_w, "stride.h": 1, "stride.w": 1})
+    q.update({"padding.h": max(f.h - 1 - pad.h, 0), "padding.w": max(f.w - 1 - pad.w, 0)})
+    q.update({"dilation.h": 1, "dilation.w": 1, "output_dims.h": o.h, "output_dims.w": o.w})
+    return q
+
+
+def _reverse_conv_features(p: Params, tier: str) -> Features:
+    features = dict(_conv_features(_reverse_conv_params(p), tier, in_place=False))
+    i = dims(p, "input_dims")
+    s = tile(p, "stride", 1)
+    features["upscale"] = float(i.n * ((i.h - 1) * s.h + 1) * ((i.w - 1) * s.w + 1) * i.c)
+    del features["im2col_pad"]  # the upscaled buffer's zeros are copied like data
+    return features
+
+
+def _transpose_features(p: Params, tier: str) -> Features:
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    pixels = i.n * i.h * i.w
+    taps = pixels * f.h * f.w
+    return {
+        "call": 1.0,
+        "pixels": float(pixels),
+        "taps": float(taps),
+        "outputs": float(o.n * o.h * o.w * o.c),
+        **_mat_mult(tier, taps, f.n, i.c),
+    }
+
+
+def transpose_macs(p: Params) -> int:
+    i, f = dims(p, "input_dims"), dims(p, "filter_dims")
+    return i.n * i.h * i.w * i.c * f.h * f.w * f.n
+
+
+FORMULAS: dict[str, Formula] = {
+    formula.key: formula
+    for formula in (
+        Formula(
+            "arm_convolve_s8",
+            "arm_convolve_wrapper_s8",
+            lambda p, tier: _conv_features(p, tier, in_place=False),
+            conv_macs,
+            conv_bytes,
+            "im2col + mat-mult: call, pixels, outputs, im2col, im2col_pad, blocks, k_tail",
+        ),
+        Formula(
+            "arm_convolve_1x1_s8_fast",
+            "arm_convolve_wrapper_s8",
+            lambda p, tier: _conv_features(p, tier, in_place=True),
+            conv_macs,
+            conv_bytes,
+            "1x1, unit stride: the input is the column matrix; call, pixels, outputs, blocks, k_tail",
+        ),
+        Formula(
+            "arm_convolve_1x1_s8",
+            "arm_convolve_wrapper_s8",
+            lambda p, tier: _conv_features(p, tier, in_place=True, row_wise=True),
+            conv_macs,
+            conv_bytes,
+            "1x1, any stride: strided rows read in place; call, pixels, outputs, blocks, k_tail",
+        ),
+        Formula(
+            "arm_convolve_1_x_n_s8",
+            "arm_convolve_wrapper_s8",
+            lambda p, tier: _conv_features(p, tier, in_place=False),
+            conv_macs,
+            conv_bytes,
+            "1 x N row convolution: as arm_convolve_s8",
+        ),
+        Formula(
+            "arm_transpose_conv_s8",
+            "arm_transpose_conv_wrapper_s8",
+            _transpose_features,
+            transpose_macs,
+            conv_bytes,
+            "scatter per input pixel and tap: call, pixels, taps, outputs, blocks, k_tail",
+        ),
+        Formula(
+            "arm_transpose_conv_wrapper_s8/reverse_conv",
+            "arm_transpose_conv_wrapper_s8",
+            _reverse_conv_features,
+            transpose_macs,
+            conv_bytes,
+            "upscale + arm_convolve_s8 on the upscaled input: conv features plus upscale bytes",
+        ),
+    )
+}
+
+
+def route(function: str, p: Params, tier: str) -> str:
+    """The formula key a call of ``function`` runs."""
+    if function in ("arm_convolve_wrapper_s8",):
+        return conv_route(p)
+    if function == "arm_transpose_conv_wrapper_s8":
+        return transpose_route(p)
+    return function
+
+
+PUBLIC = ("arm_convolve_wrapper_s8", "arm_transpose_conv_wrapper_s8", *FORMULAS)
+
+
+def _shape(
+    x: tuple[int, int, int, int],
+    f: tuple[int, int, int],
+    stride: tuple[int, int] = (1, 1),
+    padding: tuple[int, int] | None = None,
+    dilation: tuple[int, int] = (1, 1),
+    groups: int = 1,
+) -> dict[str, int]:
+    """A conv call's params (VECTORS.md names); ``padding`` None = TFLite SAME."""
+    n, h, w, c = x
+    oc, kh, kw = f
+    p: dict[str, int] = {}
+    out = []
+    pads = []
+    for size, k, st, d, pd in zip((h, w), (kh, kw), stride, dilation, padding or (None, None), strict=True):
+        extent = d * (k - 1) + 1
+        if pd is None:
+            o = ceil_div(size, st)
+            pd = max((o - 1) * st + extent - size, 0) // 2
+        else:
+            o = conv.conv_output_size(size, k, st, pd, d)
+        out.append(o)
+        pads.append(pd)
+    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (oc, kh, kw, c // groups)),
+                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
+        for k_, v in zip("nhwc", dd, strict=True):
+            p[f"{name}.{k_}"] = v
+    p.update({"stride.h": stride[0], "stride.w": stride[1], "padding.h": pads[0], "padding.w": pads[1]})
+    p.update({"dilation.h": dilation[0], "dilation.w": dilation[1]})
+    return p
+
+
+def sweep() -> list[tuple[str, dict[str, int]]]:
+    """The designed calibration shapes: (public function, params). Each route gets shapes that
+    vary pixels, channels and depth independently, including odd tails and real layers."""
+    w = "arm_convolve_wrapper_s8"
+    general = [
+        _shape((1, 12, 12, 8), (16, 3, 3)),
+        _shape((1, 16, 16, 3), (16, 3, 3), stride=(2, 2)),
+        _shape((1, 10, 10, 16), (8, 3, 3), padding=(0, 0)),
+        _shape((1, 8, 8, 5), (7, 5, 5)),
+        _shape((1, 25, 5, 1), (64, 10, 4), stride=(2, 2)),  # KWS first layer, shrunk
+        _shape((1, 9, 9, 12), (13, 3, 3), dilation=(2, 2)),
+        _shape((2, 6, 6, 4), (9, 3, 2)),
+        _shape((1, 16, 16, 16), (16, 3, 3)),  # IC conv
+        _shape((1, 12, 12, 32), (32, 3, 3), stride=(2, 2)),
+        _shape((1, 7, 7, 3), (5, 3, 3)),
+        _shape((1, 8, 8, 16), (16, 3, 3), groups=2),
+        _shape((1, 14, 14, 6), (24, 3, 3)),
+    ]
+    fast = [_shape((1, h, wd, c), (oc, 1, 1)) for h, wd, c, oc in (
+        (8, 8, 16, 16), (12, 12, 32, 32), (6, 6, 64, 24), (5, 5, 7, 9), (10, 10, 24, 48),
+        (4, 4, 128, 64), (25, 5, 64, 64), (3, 7, 33, 17), (12, 12, 8, 64), (6, 6, 96, 96),
+    )]  # fmt: skip
+    strided = [_shape((1, h, wd, c), (oc, 1, 1), stride=s) for h, wd, c, oc, s in (
+        (16, 16, 16, 32, (2, 2)), (12, 12, 32, 64, (2, 2)), (9, 9, 12, 8, (3, 3)), (8, 8, 64, 32, (2, 2)),
+        (10, 10, 24, 24, (2, 1)), (14, 14, 7, 13, (2, 2)), (16, 16, 32, 16, (2, 2)), (6, 6, 48, 48, (2, 2)),
+    )]  # fmt: skip
+    one_x_n = [_shape((1, 1, wd, c), (oc, 1, k), padding=(0, pad)) for wd, c, oc, k, pad in (
+        (64, 32, 32, 5, 2), (40, 16, 24, 3, 1), (100, 8, 16, 7, 0), (32, 64, 64, 3, 1),
+        (50, 4, 12, 9, 4), (24, 20, 20, 5, 0), (80, 12, 8, 3, 1), (16, 96, 48, 4, 0),
+    )]  # fmt: skip
+    t = "arm_transpose_conv_wrapper_s8"
+    transposed = []
+    for x, f, s in (
+        ((1, 4, 4, 8), (8, 3, 3), (2, 2)), ((1, 6, 6, 4), (6, 2, 2), (2, 2)), ((1, 5, 5, 12), (4, 3, 3), (3, 3)),
+        ((1, 8, 8, 6), (10, 3, 3), (1, 1)), ((1, 3, 7, 16), (8, 4, 4), (2, 2)), ((1, 6, 6, 10), (16, 3, 3), (3, 3)),
+        ((1, 8, 8, 3), (5, 5, 5), (2, 2)), ((1, 4, 6, 8), (12, 2, 2), (2, 2)),
+    ):  # fmt: skip
+        transposed.append(_transpose_shape(x, f, s))
+    reverse = [_transpose_shape(x, f, s) for x, f, s in (
+        ((1, 4, 4, 24), (8, 3, 3), (2, 2)), ((1, 6, 6, 32), (16, 3, 3), (2, 2)), ((1, 5, 5, 20), (12, 2, 2), (2, 2)),
+        ((1, 8, 8, 17), (8, 3, 3), (1, 1)), ((1, 4, 8, 48), (16, 4, 4), (2, 2)), ((1, 6, 6, 64), (8, 3, 3), (2, 2)),
+        ((1, 3, 3, 32), (32, 3, 3), (2, 2)), ((1, 7, 5, 24), (6, 3, 3), (1, 2)),
+    )]  # fmt: skip
+    general += _drawn(11, 40, _draw_general)
+    fast += _drawn(12, 16, _draw_fast)
+    strided += _drawn(13, 16, _draw_strided)
+    one_x_n += _drawn(14, 16, _draw_1_x_n)
+    transposed += _drawn(15, 12, lambda r: _draw_transpose(r, reverse=False))
+    reverse += _drawn(16, 12, lambda r: _draw_transpose(r, reverse=True))
+    return [(w, s) for s in general + fast + strided + one_x_n] + [(t, s) for s in transposed + reverse]
+
+
+#: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
+MAX_DRAWN_MACS = 400_000
+
+
+def _drawn(seed: int, count: int, draw) -> list[dict[str, int]]:
+    """``count`` shapes from ``draw`` with a fixed seed (a space-filling part of the designed
+    sweep: the hand-picked shapes above pin the corners, these fill the space between)."""
+    rng = np.random.default_rng(seed)
+    out: list[dict[str, int]] = []
+    while len(out) < count:
+        p = draw(rng)
+        if (
+            p is not None
+            and min(p["output_dims.h"], p["output_dims.w"]) > 0
+            and (transpose_macs(p) if "padding_offsets.h" in p else conv_macs(p)) <= MAX_DRAWN_MACS
+        ):
+            out.append(p)
+    return out
+
+
+def _pick(rng, values):
+    return int(rng.choice(values))
+
+
+def _draw_general(rng) -> dict[str, int] | None:
+    groups = _pick(rng, [1, 1, 1, 1, 2])
+    c = _pick(rng, [1, 3, 4, 8, 12, 16, 24, 32]) * groups
+    oc = _pick(rng, [4, 8, 13, 16, 24, 32, 48, 64]) * groups
+    k = (_pick(rng, [1, 2, 3, 3, 5]), _pick(rng, [2, 3, 3, 4, 5]))
+    stride = (_pick(rng, [1, 1, 2]),) * 2
+    dilation = (2, 2) if rng.random() < 0.1 else (1, 1)
+    x = (1, _pick(rng, [5, 8, 10, 12, 16, 20]), _pick(rng, [5, 8, 10, 12, 16]), c)
+    padding = None if rng.random() < 0.7 else (0, 0)
+    return _shape(x, (oc, *k), stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def _draw_fast(rng) -> dict[str, int]:
+    x = (1, _pick(rng, [2, 4, 5, 7, 8, 10, 12]), _pick(rng, [3, 4, 5, 8, 10, 12]),
+         _pick(rng, [3, 8, 15, 16, 24, 32, 64, 96, 128]))  # fmt: skip
+    return _shape(x, (_pick(rng, [5, 8, 16, 17, 24, 32, 64, 128]), 1, 1))
+
+
+def _draw_strided(rng) -> dict[str, int]:
+    x = (1, _pick(rng, [6, 8, 10, 12, 16]), _pick(rng, [6, 8, 9, 12, 16]), _pick(rng, [4, 8, 15, 16, 32, 64]))
+    s = (_pick(rng, [2, 2, 3]), _pick(rng, [1, 2, 2]))
+    return _shape(x, (_pick(rng, [8, 16, 17, 32, 64]), 1, 1), stride=s)
+
+
+def _draw_1_x_n(rng) -> dict[str, int]:
+    c = _pick(rng, [4, 8, 12, 16, 32, 64])
+    k = _pick(rng, [2, 3, 4, 5, 7])
+    return _shape((1, 1, _pick(rng, [16, 24, 32, 49, 64, 100]), c), (_pick(rng, [8, 16, 24, 32, 64]), 1, k),
+                  padding=(0, 0))  # fmt: skip
+
+
+def _draw_transpose(rng, *, reverse: bool) -> dict[str, int]:
+    c = _pick(rng, [17, 20, 24, 32, 48, 64]) if reverse else _pick(rng, [1, 3, 4, 8, 12, 16])
+    s = (_pick(rng, [1, 2, 2]),) * 2 if reverse else (_pick(rng, [1, 2, 3]),) * 2
+    x = (1, _pick(rng, [2, 3, 4, 5, 6, 8]), _pick(rng, [2, 3, 4, 6, 8]), c)
+    return _transpose_shape(x, (_pick(rng, [4, 8, 12, 16]), _pick(rng, [2, 3, 4]), _pick(rng, [2, 3, 4])), s)
+
+
+def _transpose_shape(
+    x: tuple[int, int, int, int], f: tuple[int, int, int], s: tuple[int, int]
+) -> dict[str, int]:
+    """A TFLite SAME transpose convolution (output = input · stride), padding as TFLM sets it."""
+    n, h, w, c = x
+    oc, kh, kw = f
+    p: dict[str, int] = {}
+    out, pads, offsets = [], [], []
+    for size, k, st in ((h, kh, s[0]), (w, kw, s[1])):
+        o = size * st
+        total = max((size - 1) * st + k - o, 0)
+        out.append(o)
+        pads.append(total // 2)
+        offsets.append(total // 2 + total % 2)
+    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (oc, kh, kw, c)),
+                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
+        for k_, v in zip("nhwc", dd, strict=True):
+            p[f"{name}.{k_}"] = v
+    p.update({"stride.h": s[0], "stride.w": s[1], "padding.h": pads[0], "padding.w": pads[1]})
+    p.update({"padding_offsets.h": offsets[0], "padding_offsets.w": offsets[1]})
+    p.update({"dilation.h": 1, "dilation.w": 1})
+    return p
+
+
+__all__ = ["FAMILY", "FORMULAS", "PUBLIC", "conv_route", "route", "sweep", "transpose_route"]

@@ -1,0 +1,208 @@
+"""Cost formulas for CMSIS-NN's s8 depthwise convolutions (kernels_py/depthwise.py).
+
+Routing is kernels_py's ``select_depthwise_kernel`` (per tier): arm_depthwise_conv_3x3_s8 and
+arm_depthwise_conv_s8_opt for the ``ch_mult == 1`` group, arm_depthwise_conv_s8 for the rest,
+and on MVE a one-channel input with many outputs goes to arm_convolve_wrapper_s8 (costed by
+:mod:`isa_models.conv` as ``arm_depthwise_conv_wrapper_s8/to_conv``).
+
+Features (P = N·OH·OW output pixels, C = output channels, T = Σ over pixels of the filter taps
+inside the input — the kernels skip padding — and λ channels per pass from
+:data:`isa_models.shapes.BLOCKING`)::
+
+    call     = 1
+    pixels   = P                      per-pixel window clipping and pointer setup
+    outputs  = P·C                    per-output requantization and store
+    taps     = T                      per valid (pixel, tap): row/column loop overhead
+    blocks   = T·⌊C/λ⌋  (MVE: T·⌊C/8⌋, 8 int16 lanes)   channel-parallel MAC passes (ch_mult 1)
+    c_tail   = T·(C mod λ) (MVE: T·⌈(C mod 8)/4⌉ int32 passes)   leftover channels (ch_mult 1)
+    ch_mult > 1 runs other loops (each input channel's outputs as one run), so its passes are
+    features of their own: runs = T·C_IN, blocks_mult = T·C_IN·⌊m/λ⌋ (MVE: T·⌈C/λ⌉),
+    tail_mult = T·C_IN·(m mod λ)
+
+    instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa_models import conv as conv_formulas
+from isa_models.formula import Features, Formula
+from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps, value
+from kernels_py import depthwise
+from kernels_py.types import DwConvParams
+
+FAMILY = "depthwise"
+PUBLIC_WRAPPER = "arm_depthwise_conv_wrapper_s8"
+TO_CONV = "arm_depthwise_conv_wrapper_s8/to_conv"
+
+
+def _dw_params(p: Params) -> DwConvParams:
+    return DwConvParams(
+        ch_mult=value(p, "ch_mult", 1),
+        stride=tile(p, "stride", 1),
+        padding=tile(p, "padding"),
+        dilation=tile(p, "dilation", 1),
+    )
+
+
+def route(function: str, p: Params, tier: str) -> str:
+    if function != PUBLIC_WRAPPER:
+        return function
+    chosen = depthwise.select_depthwise_kernel(
+        _dw_params(p), dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims"), tier
+    )
+    return TO_CONV if chosen == "arm_convolve_wrapper_s8" else chosen
+
+
+def macs(p: Params) -> int:
+    o, f = dims(p, "output_dims"), dims(p, "filter_dims")
+    return o.n * o.h * o.w * o.c * f.h * f.w
+
+
+def nbytes(p: Params) -> tuple[int, int]:
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    return i.n * i.h * i.w * i.c + f.h * f.w * f.c + 12 * f.c, o.n * o.h * o.w * o.c
+
+
+def _features(p: Params, tier: str) -> Features:
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    mult = value(p, "ch_mult", 1)
+    pixels = o.n * o.h * o.w
+    taps = o.n * valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h) * valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
+    lanes = BLOCKING[tier].channel_lanes
+    features = {
+        "call": 1.0,
+        "pixels": float(pixels),
+        "outputs": float(pixels * o.c),
+        "taps": float(taps),
+        "blocks": 0.0,
+        "c_tail": 0.0,
+        "runs": 0.0,
+        "blocks_mult": 0.0,
+        "tail_mult": 0.0,
+    }
+    if tier == "mve" and mult == 1:  # 8 channels per pass in int16 lanes, then 4-lane int32 passes
+        features["blocks"] = float(taps * (o.c // 8))
+        features["c_tail"] = float(taps * ceil_div(o.c % 8, lanes))
+    elif tier == "mve":
+        features["blocks_mult"] = float(taps * ceil_div(o.c, lanes))
+    elif mult == 1:
+        features["blocks"], features["c_tail"] = float(taps * (o.c // lanes)), float(taps * (o.c % lanes))
+    else:  # per input channel, its ch_mult outputs: blocks of λ within the run, then a tail
+        features["runs"] = float(taps * i.c)
+        features["blocks_mult"] = float(taps * i.c * (mult // lanes))
+        features["tail_mult"] = float(taps * i.c * (mult % lanes))
+    return features
+
+
+def _as_conv(p: Params) -> dict[str, int]:
+    """The arm_convolve_wrapper_s8 call a one-channel depthwise becomes (filter [C_OUT, KH, KW, 1])."""
+    f = dims(p, "filter_dims")
+    q = dict(p)
+    q.update({"filter_dims.n": f.c, "filter_dims.c": 1})
+    return q
+
+
+def _to_conv_features(p: Params, tier: str) -> Features:
+    q = _as_conv(p)
+    key = conv_formulas.conv_route(q)
+    return conv_formulas.FORMULAS[key].features(q, tier)
+
+
+def _formula(key: str, doc: str) -> Formula:
+    return Formula(key, PUBLIC_WRAPPER, _features, macs, nbytes, doc)
+
+
+FORMULAS: dict[str, Formula] = {
+    f.key: f
+    for f in (
+        _formula("arm_depthwise_conv_s8", "generic (any ch_mult, dilation, batch)"),
+        _formula("arm_depthwise_conv_s8_opt", "ch_mult 1: im2col of the window, channel-parallel MACs"),
+        _formula("arm_depthwise_conv_3x3_s8", "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)"),
+        Formula(TO_CONV, PUBLIC_WRAPPER, _to_conv_features, macs, nbytes, "MVE: one input channel as a conv"),
+    )
+}
+
+
+def _shape(x, k, ch_mult=1, stride=(1, 1), padding=None, dilation=(1, 1)) -> dict[str, int]:
+    n, h, w, c = x
+    kh, kw = k
+    out, pads = [], []
+    for size, kk, st, dd, pd in zip((h, w), (kh, kw), stride, dilation, padding or (None, None), strict=True):
+        extent = dd * (kk - 1) + 1
+        if pd is None:
+            o = ceil_div(size, st)
+            pd = max((o - 1) * st + extent - size, 0) // 2
+        else:
+            o = (size + 2 * pd - extent) // st + 1
+        out.append(o)
+        pads.append(pd)
+    oc = c * ch_mult
+    p: dict[str, int] = {"ch_mult": ch_mult}
+    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (1, kh, kw, oc)),
+                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
+        for key, v in zip("nhwc", dd, strict=True):
+            p[f"{name}.{key}"] = v
+    p.update({"stride.h": stride[0], "stride.w": stride[1], "padding.h": pads[0], "padding.w": pads[1]})
+    p.update({"dilation.h": dilation[0], "dilation.w": dilation[1]})
+    return p
+
+
+def sweep() -> list[tuple[str, dict[str, int]]]:
+    """Designed shapes per route: 3x3 (KWS/VWW-like), opt (other windows), generic (ch_mult,
+    dilation, batch) and, for MVE, one-channel inputs that become convolutions."""
+    w = PUBLIC_WRAPPER
+    three = [_shape(x, (3, 3), stride=s) for x, s in (
+        ((1, 25, 5, 64), (1, 1)), ((1, 12, 12, 32), (1, 1)), ((1, 24, 24, 16), (2, 2)), ((1, 10, 10, 13), (1, 1)),
+        ((1, 6, 6, 128), (1, 1)), ((1, 16, 16, 8), (2, 2)), ((1, 8, 8, 36), (1, 1)), ((1, 12, 12, 64), (2, 2)),
+        ((1, 5, 5, 7), (1, 1)), ((1, 20, 20, 24), (1, 1)),
+    )]  # fmt: skip
+    opt = [_shape(x, k, stride=s, padding=pd) for x, k, s, pd in (
+        ((1, 12, 12, 16), (5, 5), (1, 1), None), ((1, 10, 10, 32), (3, 3), (1, 1), (2, 2)),
+        ((1, 16, 16, 12), (2, 2), (2, 2), (0, 0)), ((1, 9, 9, 20), (4, 4), (1, 1), None),
+        ((1, 8, 8, 64), (5, 5), (2, 2), None), ((1, 14, 14, 9), (3, 1), (1, 1), None),
+        ((1, 6, 6, 48), (7, 7), (1, 1), None), ((1, 12, 12, 24), (3, 5), (2, 1), None),
+    )]  # fmt: skip
+    generic = [_shape(x, k, ch_mult=m, stride=s, dilation=d) for x, k, m, s, d in (
+        ((1, 10, 10, 8), (3, 3), 2, (1, 1), (1, 1)), ((1, 8, 8, 4), (3, 3), 4, (1, 1), (1, 1)),
+        ((2, 8, 8, 16), (3, 3), 1, (1, 1), (1, 1)), ((1, 12, 12, 16), (3, 3), 1, (1, 1), (2, 2)),
+        ((1, 9, 9, 6), (5, 5), 3, (2, 2), (1, 1)), ((1, 12, 12, 3), (3, 3), 8, (2, 2), (1, 1)),
+        ((2, 6, 6, 10), (2, 2), 2, (1, 1), (1, 1)), ((1, 16, 8, 12), (3, 3), 2, (1, 2), (1, 1)),
+    )]  # fmt: skip
+    three += [
+        _shape(x, (3, 3), stride=st) for x, st in _drawn_dw(21, 14, channels=(4, 8, 13, 16, 32, 64, 96))
+    ]
+    opt += [_shape(x, k, stride=st) for (x, st), k in zip(
+        _drawn_dw(22, 14, channels=(4, 8, 12, 16, 24, 32, 48)), _kernels(23, 14), strict=True)]  # fmt: skip
+    rng = np.random.default_rng(24)
+    for x, st in _drawn_dw(25, 14, channels=(2, 3, 4, 6, 8, 12)):
+        generic.append(_shape(x, (3, 3), ch_mult=int(rng.choice([2, 3, 4, 8])), stride=st))
+    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()]]
+
+
+def _drawn_dw(seed: int, count: int, *, channels) -> list[tuple[tuple[int, int, int, int], tuple[int, int]]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        x = (1, int(rng.choice([5, 6, 8, 10, 12, 16, 24])), int(rng.choice([5, 6, 8, 10, 12, 16])),
+             int(rng.choice(channels)))  # fmt: skip
+        out.append((x, (int(rng.choice([1, 1, 2])),) * 2))
+    return out
+
+
+def _kernels(seed: int, count: int) -> list[tuple[int, int]]:
+    rng = np.random.default_rng(seed)
+    return [(int(rng.choice([2, 4, 5, 7])), int(rng.choice([1, 3, 4, 5]))) for _ in range(count)]
+
+
+def sweep_mve() -> list[tuple[str, dict[str, int]]]:
+    """One-channel inputs with many outputs: the MVE wrapper's route to a convolution."""
+    return [(PUBLIC_WRAPPER, _shape(x, k, ch_mult=m)) for x, k, m in (
+        ((1, 16, 16, 1), (3, 3), 16), ((1, 12, 12, 1), (5, 5), 24), ((1, 20, 10, 1), (3, 3), 32),
+        ((1, 8, 8, 1), (3, 3), 64), ((1, 10, 10, 1), (4, 4), 20), ((1, 14, 14, 1), (3, 3), 48),
+    )]  # fmt: skip
+
+
+__all__ = ["FAMILY", "FORMULAS", "PUBLIC_WRAPPER", "TO_CONV", "macs", "route", "sweep", "sweep_mve"]

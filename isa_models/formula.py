@@ -1,0 +1,43 @@
+"""A cost formula: named features of a call's shape, weighted by per-core fitted coefficients.
+
+    instructions = Σ_f  a_f · feature_f(shape)        cycles = Σ_f  b_f · feature_f(shape)
+
+``a`` and ``b`` come from a calibration file (:mod:`isa_models.calibration`), one set per
+CMSIS-NN function (and routing variant) per core, fitted on measured calls. The features are
+counts a kernel's loops run (calls, output pixels, outputs requantized, inner-loop passes,
+tails), so each coefficient is "instructions (cycles) per trip of that loop".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from isa_models.shapes import Params
+
+Features = Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One CMSIS-NN function (or routing variant) on one tier.
+
+    ``key``: ``<function>`` or ``<function>/<variant>`` as in calibration files; ``public``:
+    the function a deployment calls to reach it (the calibration sweep calls that one, so the
+    wrapper's own routing is measured too); ``features(params, tier)``: the named features;
+    ``macs(params)``: multiply-accumulates (or elements) of the call; ``bytes(params)``:
+    (read, written) bytes of activations and weights.
+    """
+
+    key: str
+    public: str
+    features: Callable[[Params, str], Features]
+    macs: Callable[[Params], int]
+    bytes: Callable[[Params], tuple[int, int]]
+    doc: str = ""
+
+    def evaluate(self, coefficients: Mapping[str, float], features: Features) -> float:
+        return sum(coefficients.get(name, 0.0) * x for name, x in features.items())
+
+
+__all__ = ["Features", "Formula"]

@@ -1,0 +1,178 @@
+"""Cost formulas for CMSIS-NN's s8 fully connected, batch matmul and vector sum (kernels_py/fully_connected.py).
+
+No routing inside CMSIS-NN here: the function named is the one that runs (per-tensor or
+per-channel requantization is the caller's choice, kernels_py/fully_connected.py). On MVE,
+ExecuTorch precomputes the kernel sums (``arm_vector_sum_s8``) ahead of time; the runtime
+call then only runs the mat-vec.
+
+Features (N batches or LHS rows, C output channels, K the reduction, L reduction lanes, R
+rows per pass from :data:`isa_models.shapes.BLOCKING`: 2 on DSP, 4 on MVE (``channels`` of
+the mat-mult, ``columns`` on MVE))::
+
+    call    = 1
+    batches = N                  per-row setup (a batch matmul: per (batch, lhs row))
+    outputs = N·C                per-output requantization and store
+    blocks  = N·⌈C/R⌉·⌊K/L⌋ (⌈K/L⌉ on MVE)     inner-loop passes
+    k_tail  = N·C·(K mod L) (0 on MVE)        scalar tail MACs
+    groups  = batch · head pairs of a batch matmul (its outer loop); 1 for FC
+
+    instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
+
+arm_vector_sum_s8 (rows × cols): ``call``, ``outputs`` = rows, ``blocks`` = rows·⌊cols/L⌋.
+"""
+
+from __future__ import annotations
+
+from isa_models.formula import Features, Formula
+from isa_models.shapes import BLOCKING, Params, ceil_div, dims, value
+
+FAMILY = "fully_connected"
+
+
+def _mat_vec(tier: str, rows: int, channels: int, depth: int) -> tuple[int, int]:
+    b = BLOCKING[tier]
+    per = b.columns if tier == "mve" else b.channels
+    if tier == "mve":
+        return rows * ceil_div(channels, per) * ceil_div(depth, b.reduce_lanes), 0
+    return rows * ceil_div(channels, per) * (depth // b.reduce_lanes), rows * channels * (
+        depth % b.reduce_lanes
+    )
+
+
+def _fc_shape(p: Params) -> tuple[int, int, int]:
+    return value(p, "input_dims.n"), value(p, "filter_dims.n"), value(p, "output_dims.c")
+
+
+def _fc_features(p: Params, tier: str) -> Features:
+    n, k, c = _fc_shape(p)
+    blocks, tail = _mat_vec(tier, n, c, k)
+    return {
+        "call": 1.0,
+        "batches": float(n),
+        "outputs": float(n * c),
+        "blocks": float(blocks),
+        "k_tail": float(tail),
+    }
+
+
+def _fc_macs(p: Params) -> int:
+    n, k, c = _fc_shape(p)
+    return n * k * c
+
+
+def _fc_bytes(p: Params) -> tuple[int, int]:
+    n, k, c = _fc_shape(p)
+    return n * k + k * c + 12 * c, n * c
+
+
+def _bmm_shape(p: Params) -> tuple[int, int, int, int]:
+    o = dims(p, "output_dims")
+    return o.n * o.h, o.w, o.c, value(p, "input_lhs_dims.c")
+
+
+def _bmm_features(p: Params, tier: str) -> Features:
+    groups, rows, c, k = _bmm_shape(p)
+    blocks, tail = _mat_vec(tier, rows, c, k)
+    return {
+        "call": 1.0,
+        "groups": float(groups),
+        "batches": float(groups * rows),
+        "outputs": float(groups * rows * c),
+        "blocks": float(groups * blocks),
+        "k_tail": float(groups * tail),
+    }
+
+
+def _bmm_macs(p: Params) -> int:
+    groups, rows, c, k = _bmm_shape(p)
+    return groups * rows * c * k
+
+
+def _bmm_bytes(p: Params) -> tuple[int, int]:
+    lhs, rhs = dims(p, "input_lhs_dims"), dims(p, "input_rhs_dims")
+    groups, rows, c, _ = _bmm_shape(p)
+    return lhs.n * lhs.h * lhs.w * lhs.c + rhs.n * rhs.h * rhs.w * rhs.c, groups * rows * c
+
+
+def _vsum_features(p: Params, tier: str) -> Features:
+    rows, cols = value(p, "vector_rows"), value(p, "vector_cols")
+    lanes = BLOCKING[tier].reduce_lanes
+    blocks = rows * (ceil_div(cols, lanes) if tier == "mve" else cols // lanes)
+    tail = 0 if tier == "mve" else rows * (cols % lanes)
+    return {"call": 1.0, "outputs": float(rows), "blocks": float(blocks), "k_tail": float(tail)}
+
+
+def _vsum_macs(p: Params) -> int:
+    return value(p, "vector_rows") * value(p, "vector_cols")
+
+
+def _vsum_bytes(p: Params) -> tuple[int, int]:
+    return _vsum_macs(p), 4 * value(p, "vector_rows")
+
+
+FORMULAS: dict[str, Formula] = {
+    f.key: f
+    for f in (
+        Formula("arm_fully_connected_s8", "arm_fully_connected_s8", _fc_features, _fc_macs, _fc_bytes,
+                "per-tensor requantization"),
+        Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_features,
+                _fc_macs, _fc_bytes, "per-channel requantization"),
+        Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_features, _bmm_macs, _bmm_bytes,
+                "LHS · RHSᵀ per (batch, head), broadcast"),
+        Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
+                "kernel sums (ahead of time in ExecuTorch's MVE linear)"),
+    )
+}  # fmt: skip
+
+
+def route(function: str, p: Params, tier: str) -> str:
+    return function
+
+
+def fc_params(n: int, k: int, c: int) -> dict[str, int]:
+    p = {"input_dims.n": n, "input_dims.h": 1, "input_dims.w": 1, "input_dims.c": k}
+    p.update({"filter_dims.n": k, "filter_dims.h": 1, "filter_dims.w": 1, "filter_dims.c": c})
+    p.update({"output_dims.n": n, "output_dims.h": 1, "output_dims.w": 1, "output_dims.c": c})
+    return p
+
+
+def bmm_params(batch: int, heads: int, rows: int, cols: int, k: int) -> dict[str, int]:
+    p: dict[str, int] = {}
+    for name, dd in (("input_lhs_dims", (batch, heads, rows, k)), ("input_rhs_dims", (batch, heads, cols, k)),
+                     ("output_dims", (batch, heads, rows, cols))):  # fmt: skip
+        for key, v in zip("nhwc", dd, strict=True):
+            p[f"{name}.{key}"] = v
+    return p
+
+
+_FC_SHAPES = (
+    (1, 64, 12),
+    (1, 640, 128),
+    (1, 128, 128),
+    (1, 128, 8),
+    (1, 8, 128),
+    (1, 256, 16),
+    (2, 100, 30),
+    (1, 1024, 64),
+    (4, 33, 17),
+    (1, 512, 10),
+    (1, 77, 45),
+    (3, 64, 64),
+)
+
+
+def sweep() -> list[tuple[str, dict[str, int]]]:
+    out: list[tuple[str, dict[str, int]]] = []
+    for fn in ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8"):
+        out += [(fn, fc_params(*s)) for s in _FC_SHAPES]
+    out += [("arm_batch_matmul_s8", bmm_params(*s)) for s in (
+        (1, 1, 16, 16, 32), (1, 2, 8, 12, 64), (2, 1, 10, 6, 20), (1, 4, 8, 8, 16), (1, 1, 4, 32, 128),
+        (1, 1, 24, 8, 7), (1, 2, 16, 16, 48), (2, 2, 5, 9, 33),
+    )]  # fmt: skip
+    out += [("arm_vector_sum_s8", {"vector_rows": r, "vector_cols": c}) for r, c in (
+        (12, 64), (128, 640), (16, 256), (64, 33), (10, 512), (128, 128), (45, 77), (8, 128),
+    )]  # fmt: skip
+    return out
+
+
+__all__ = ["FAMILY", "FORMULAS", "bmm_params", "fc_params", "route", "sweep"]

@@ -1,0 +1,66 @@
+"""Cost formula for CMSIS-NN's s8 softmax (kernels_py/softmax.py).
+
+One path per tier (CMSIS-NN has no DSP softmax; MVE is used for the max and sum passes when
+built with it). Features (R rows of S elements, λ = 16 int8 lanes on MVE)::
+
+    call     = 1
+    rows     = R                  per-row max, reciprocal (one_over_one_plus_x) and setup
+    exp_elements   = R·S when each element's exponential is computed (exp_on_negative_values)
+    table_elements = R·S when the call tabulates exp per possible diff first (kernels_c does when
+                     R·S exceeds the span of diffs that pass diff_min), table = that span
+    blocks   = R·⌈S/λ⌉ on MVE (the vectorised max pass), 0 otherwise
+
+    instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
+"""
+
+from __future__ import annotations
+
+from isa_models.formula import Features, Formula
+from isa_models.shapes import Params, ceil_div, value
+
+FAMILY = "softmax"
+
+
+def _table_span(diff_min: int) -> int:
+    """Exponentials a call can need: diffs 0 .. -(span - 1) pass diff_min (diffs are >= -255)."""
+    return 1 - min(max(diff_min, -255), 1)
+
+
+def _features(p: Params, tier: str) -> Features:
+    rows, size = value(p, "num_rows"), value(p, "row_size")
+    n = rows * size
+    span = _table_span(value(p, "diff_min", -248))
+    tabulated = n > span
+    blocks = rows * ceil_div(size, 16) if tier == "mve" else 0
+    return {
+        "call": 1.0,
+        "rows": float(rows),
+        "exp_elements": float(0 if tabulated else n),
+        "table_elements": float(n if tabulated else 0),
+        "table": float(span if tabulated else 0),
+        "blocks": float(blocks),
+    }
+
+
+def _macs(p: Params) -> int:
+    return value(p, "num_rows") * value(p, "row_size")
+
+
+FORMULAS: dict[str, Formula] = {
+    "arm_softmax_s8": Formula(
+        "arm_softmax_s8", "arm_softmax_s8", _features, _macs, lambda p: (_macs(p), _macs(p)),
+        "max, Σ exp(x - max), exp · reciprocal per element",
+    )
+}  # fmt: skip
+
+
+def route(function: str, p: Params, tier: str) -> str:
+    return function
+
+
+def sweep() -> list[tuple[str, dict[str, int]]]:
+    shapes = ((1, 12), (1, 10), (4, 64), (1, 1000), (8, 256), (2, 33), (16, 16), (1, 2), (3, 100), (1, 512))
+    return [("arm_softmax_s8", {"num_rows": r, "row_size": s}) for r, s in shapes]
+
+
+__all__ = ["FAMILY", "FORMULAS", "route", "sweep"]

@@ -1,0 +1,433 @@
+"""``refsim calibrate``: measure the designed shape sweep of every CMSIS-NN function on every core
+and fit the cost formulas (isa_models), writing ``isa_models/calibration/<library>/<core>.json``.
+
+    refsim calibrate                                   # kernels_c, every core
+    refsim calibrate --kernels-dir ~/CMSIS-NN --library cmsis-nn --cpu cortex-m55
+
+The sweep is the formula modules' own (``isa_models.<family>.sweep()``): shapes chosen per
+routing variant so each feature varies independently, with real MLPerf Tiny layers among them.
+Every fourth shape of each variant is held out: it is measured and stored but never fitted, and
+the file's ``error`` is the formula's relative error on those shapes.
+
+Measurement: ``refsim.qemu.timing.time_cases`` (executed instructions and instruction-timed
+cycles, one QEMU start per batch) when available; otherwise executed instructions from
+``refsim.qemu.counting`` with cycles = instructions (CPI 1), recorded as such in the file's
+``provenance.cycles_source`` so no one mistakes it for a cycle measurement.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import shlex
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from refsim.cli import app, console
+from refsim.errors import RefsimError
+
+#: ``--library-commit``: what the checkout is (a copy without .git cannot say), for provenance.
+LIBRARY_COMMIT: ContextVar[str] = ContextVar("refsim_calibrate_library_commit", default="")
+
+HELD_OUT_EVERY = 4
+MAX_BATCH_BYTES = 1_500_000
+CPI1_SOURCE = "instruction counts (CPI 1): placeholder until instruction-timed cycles (refsim.qemu.timing)"
+TIMED_SOURCE = "refsim.qemu.timing.time_cases (QEMU block counts x llvm-mca + TRM penalties)"
+
+#: Scalar parameters every sweep shape gets unless it sets them (offsets and ranges typical of
+#: int8 layers; they do not change the executed path).
+DEFAULTS: dict[str, int] = {
+    "input_offset": 128,
+    "output_offset": -128,
+    "filter_offset": 0,
+    "activation.min": -128,
+    "activation.max": 127,
+    "multiplier": 1 << 30,
+    "shift": -8,
+    "input_1_offset": 3,
+    "input_2_offset": -5,
+    "input_1_mult": 1 << 30,
+    "input_2_mult": 1 << 30,
+    "input_1_shift": -1,
+    "input_2_shift": -1,
+    "left_shift": 20,
+    "out_offset": 0,
+    "out_mult": 1 << 30,
+    "out_shift": -8,
+    "out_activation_min": -128,
+    "out_activation_max": 127,
+    "lhs_offset": 128,
+    "rhs_offset": 0,
+    "pad_value": 0,
+    "ch_mult": 1,
+    "padding_offsets.h": 0,
+    "padding_offsets.w": 0,
+    "fc_params.input_offset": 128,
+    "fc_params.filter_offset": 0,
+    "fc_params.output_offset": -128,
+    "fc_params.activation.min": -128,
+    "fc_params.activation.max": 127,
+    "dilation.h": 1,
+    "dilation.w": 1,
+    "ctx.size": -1,
+    "adj_x": 0,
+    "adj_y": 0,
+}
+#: arm_softmax_s8's mult, shift, diff_min for beta 1 and input scale 1/16.
+SOFTMAX_DEFAULTS: dict[str, int] = {"mult": 1 << 30, "shift": 23, "diff_min": -248}
+
+
+def _n(p: Mapping[str, int], prefix: str) -> int:
+    return int(np.prod([int(p.get(f"{prefix}.{k}", 1)) for k in "nhwc"]))
+
+
+def _array_sizes(function: str, p: Mapping[str, int]) -> dict[str, int]:
+    """Element counts of a call's arrays, from its params (VECTORS.md layouts)."""
+    if function.startswith(("arm_convolve", "arm_transpose_conv", "arm_depthwise")):
+        oc = int(p["output_dims.c"])
+        return {"input": _n(p, "input_dims"), "filter": _n(p, "filter_dims"), "bias": oc, "multiplier": oc,
+                "shift": oc}  # fmt: skip
+    if function.startswith("arm_fully_connected"):
+        n, k, c = int(p["input_dims.n"]), int(p["filter_dims.n"]), int(p["output_dims.c"])
+        return {"input": n * k, "filter": k * c, "bias": c, "multiplier": c, "shift": c}
+    if function == "arm_batch_matmul_s8":
+        return {"input_lhs": _n(p, "input_lhs_dims"), "input_rhs": _n(p, "input_rhs_dims")}
+    if function == "arm_vector_sum_s8":
+        return {
+            "vector_data": int(p["vector_rows"]) * int(p["vector_cols"]),
+            "bias_data": int(p["vector_rows"]),
+        }
+    if function.startswith(("arm_avgpool", "arm_max_pool")):
+        return {"input": _n(p, "input_dims")}
+    if function.startswith("arm_elementwise"):
+        return {"input_1": int(p["block_size"]), "input_2": int(p["block_size"])}
+    if function in ("arm_maximum_s8", "arm_minimum_s8"):
+        return {"input_1": _n(p, "input_1_dims"), "input_2": _n(p, "input_2_dims")}
+    if function == "arm_softmax_s8":
+        return {"input": int(p["num_rows"]) * int(p["row_size"])}
+    if function == "arm_relu6_s8":
+        return {"input": int(p["size"])}
+    if function == "refsim_lut_s8":
+        return {"input": int(p["size"]), "table": 256}
+    if function == "arm_pad_s8":
+        return {"input": _n(p, "input_size")}
+    if function == "arm_transpose_s8":
+        return {"input": _n(p, "input_dims")}
+    raise RefsimError(f"calibrate: no array layout known for {function}")
+
+
+def make_case(function: str, shape: Mapping[str, int], rng: np.random.Generator):
+    """A harness case for ``function`` with ``shape``'s params, defaults for the rest, random data."""
+    from refsim.qemu import batch
+
+    spec = batch.FUNCTIONS[function]
+    merged = {**DEFAULTS, **shape}
+    if function == "arm_softmax_s8":  # beta 1, input scale 1/16 (kernels_py.softmax.softmax_params)
+        merged.update(SOFTMAX_DEFAULTS)
+    params = {}
+    for name in spec.params:
+        if name not in merged:
+            raise RefsimError(f"calibrate: the {function} sweep shape lacks {name!r}")
+        params[name] = int(merged[name])
+    sizes = _array_sizes(function, shape)
+    arrays: dict[str, np.ndarray] = {}
+    for array in spec.arrays:
+        count = sizes[array.name]
+        if array.dtype == np.dtype(np.int8):
+            arrays[array.name] = rng.integers(-128, 128, count, dtype=np.int16).astype(np.int8)
+        elif array.name == "multiplier":
+            arrays[array.name] = np.full(count, 1 << 30, np.int32)
+        elif array.name == "shift":
+            arrays[array.name] = np.full(count, -8, np.int32)
+        else:
+            arrays[array.name] = rng.integers(-1000, 1000, count, dtype=np.int32)
+    return batch.Case(function, params, arrays, "default")
+
+
+def _case_bytes(case) -> int:
+    return sum(a.nbytes for a in case.arrays.values()) + 4 * len(case.params)
+
+
+def _batches(cases: Sequence[Any]) -> list[list[int]]:
+    groups: list[list[int]] = [[]]
+    size = 0
+    for i, case in enumerate(cases):
+        b = _case_bytes(case)
+        if groups[-1] and size + b > MAX_BATCH_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(i)
+        size += b
+    return groups
+
+
+Measure = Callable[[Sequence[Any]], list[tuple[int, int]]]
+
+
+def measurer(core: str, harness: Any | None) -> tuple[Measure, str]:
+    """How to measure on ``core``: instruction-timed cycles when refsim.qemu.timing exists,
+    else instruction counts with cycles = instructions (the source string says which)."""
+    try:
+        from refsim.qemu.timing import time_cases
+    except ImportError:
+        time_cases = None
+    if time_cases is not None:
+
+        def timed(cases: Sequence[Any]) -> list[tuple[int, int]]:
+            return [
+                (t.instructions, t.cycles) for t in time_cases(core, cases, harness=harness, timeout=300.0)
+            ]
+
+        return timed, TIMED_SOURCE
+    from refsim.qemu.counting import count_instructions
+
+    def counted(cases: Sequence[Any]) -> list[tuple[int, int]]:
+        return [(c.total, c.total) for c in count_instructions(core, cases, harness=harness, timeout=300.0)]
+
+    return counted, CPI1_SOURCE
+
+
+def sweep_calls(tier: str, only: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, int], bool]]:
+    """(public function, formula key, shape, held out) for every sweep shape, narrowed to
+    ``only`` (formula keys, public functions or family names).
+
+    Every :data:`HELD_OUT_EVERY`-th shape of a key is held out, unless it is the only shape that
+    exercises one of the key's features (then the next shape is tried): the fit must see every
+    feature at least once, or its coefficient would be a guess."""
+    from isa_models import formulas
+
+    chosen: dict[str, list[tuple[str, dict[str, int]]]] = {}
+    for module in formulas.FAMILIES:
+        for function, shape in module.sweep():
+            key = formulas.route(function, shape, tier)
+            if only and not ({key, key.split("/")[0], function, module.FAMILY} & set(only)):
+                continue
+            chosen.setdefault(key, []).append((function, shape))
+    rows = []
+    for key, calls in chosen.items():
+        features = [formulas.FORMULAS[key].features(shape, tier) for _f, shape in calls]
+        held: set[int] = set()
+        want = len(calls) // HELD_OUT_EVERY
+        for i in [*range(HELD_OUT_EVERY - 1, len(calls), HELD_OUT_EVERY), *range(len(calls))]:
+            if len(held) >= want or i in held:
+                continue
+            rest = [f for j, f in enumerate(features) if j != i and j not in held]
+            if all(any(r.get(name, 0) for r in rest) for name, v in features[i].items() if v):
+                held.add(i)
+        rows += [(f, key, shape, i in held) for i, (f, shape) in enumerate(calls)]
+    return rows
+
+
+def _version(command: list[str]) -> str:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=20)
+        return (out.stdout or out.stderr).splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unavailable"
+
+
+def _flags(kernels_dir: Path | None, core: Any, common: Sequence[str]) -> str:
+    """The compiler flags of the measured code: a CMake library is built by its own project
+    (CMAKE_C_FLAGS = the core's flags + refsim.qemu.library.LIBRARY_CFLAGS, its own -O level)."""
+    if kernels_dir is not None and (kernels_dir / "CMakeLists.txt").is_file():
+        from refsim.qemu.library import LIBRARY_CFLAGS
+
+        return (
+            " ".join((*core.gcc_flags, *LIBRARY_CFLAGS))
+            + " + the library's own CMake options (-Ofast for CMSIS-NN)"
+        )
+    return " ".join((*common, *core.gcc_flags))
+
+
+def _tree_hash(root: Path, patterns: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for pattern in patterns:
+        for path in sorted(root.glob(pattern)):
+            if path.is_file():
+                h.update(str(path.relative_to(root)).encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def provenance(
+    library: str,
+    kernels_dir: Path | None,
+    core: Any,
+    cycles_source: str,
+    argv: Sequence[str],
+    *,
+    mcpu: str = "",
+) -> dict:
+    from refsim.qemu.build import KERNELS_C
+    from refsim.qemu.cores import COMMON_CFLAGS
+    from refsim.qemu.toolchain import find_toolchain
+
+    toolchain = find_toolchain()
+    if kernels_dir is not None:
+        commit = _version(["git", "-C", str(kernels_dir), "rev-parse", "HEAD"])
+        if not commit or commit == "unavailable" or "fatal" in commit:
+            commit = "sources " + _tree_hash(kernels_dir, ("Source/**/*.c", "Include/**/*.h"))
+        if LIBRARY_COMMIT.get():
+            commit = f"{LIBRARY_COMMIT.get()} ({commit})"
+    else:
+        commit = "kernels_c sources " + _tree_hash(KERNELS_C, ("src/**/*.c", "src/**/*.h", "harness/*.[ch]"))
+    return {
+        "library": library,
+        "library_commit": commit,
+        "gcc": _version([str(toolchain.gcc), "--version"]),
+        "qemu": _version([str(toolchain.qemu), "--version"]),
+        "llvm_mca": _version(["llvm-mca-19", "--version"]) if cycles_source == TIMED_SOURCE else "not used",
+        "flags": " ".join((*COMMON_CFLAGS, *core.gcc_flags))
+        + (f" (code built with -mcpu={mcpu})" if mcpu else ""),
+        "command": "refsim calibrate " + " ".join(shlex.quote(a) for a in argv),
+        "date": datetime.date.today().isoformat(),
+        "cycles_source": cycles_source,
+    }
+
+
+def calibrate_core(
+    core_name: str,
+    *,
+    library: str,
+    kernels_dir: Path | None,
+    only: Sequence[str] | None,
+    argv: Sequence[str],
+    seed: int = 0,
+) -> dict:
+    """Measure the sweep on one core model (isa_models.cores: cortex-m0plus .. m85; M0+ and M85
+    run on their code path's QEMU board, timed with their own model) and return the document."""
+    from isa_models import calibration, formulas
+    from isa_models.cores import get_core_model
+    from isa_models.errors import IsaModelError
+
+    try:
+        model = get_core_model(core_name)
+    except IsaModelError as exc:
+        raise RefsimError(str(exc)) from None
+    qcore = _qemu_core(model)
+    harness = None
+    available = None
+    if kernels_dir is not None:
+        if model.arch == "armv6-m":
+            raise RefsimError(f"--kernels-dir on {model.name}: ARMv6-M library builds are not supported yet")
+        from refsim.qemu.conformance import build_library_harness
+
+        harness, available = build_library_harness(qcore, kernels_dir)
+    measure, source = measurer(model.name, harness)
+    rows = sweep_calls(model.tier, only)
+    if available is not None:  # a library measures the functions it has (refsim_lut_s8 is ours)
+        rows = [r for r in rows if r[0] in available]
+    if not rows:
+        raise RefsimError(f"calibrate: no sweep shapes match {', '.join(only or [])}")
+    # One generator per shape (seeded by the shape itself): a case's data, and so its data-dependent
+    # counts (rounding and saturation branches), do not depend on which other shapes are swept.
+    cases = [
+        make_case(function, shape, np.random.default_rng([seed, _shape_seed(function, shape)]))
+        for function, _key, shape, _held in rows
+    ]
+    measured: list[tuple[int, int]] = [(0, 0)] * len(cases)
+    for group in _batches(cases):
+        for i, m in zip(group, measure([cases[i] for i in group]), strict=True):
+            measured[i] = m
+    measurements = [
+        calibration.Measurement(
+            key=key,
+            shape={"function": function, **shape},
+            features=formulas.FORMULAS[key].features(shape, model.tier),
+            instructions=ins,
+            cycles=cyc,
+            held_out=held,
+        )
+        for (function, key, shape, held), (ins, cyc) in zip(rows, measured, strict=True)
+    ]
+    prov = provenance(library, kernels_dir, qcore, source, argv, mcpu=model.gcc_mcpu)
+    return calibration.build_document(library, model.name, model.tier, prov, measurements)
+
+
+def _shape_seed(function: str, shape: Mapping[str, int]) -> int:
+    return zlib.crc32(json.dumps([function, dict(shape)], sort_keys=True).encode())
+
+
+def _qemu_core(model: Any):
+    from refsim.qemu.cores import get_core
+
+    try:
+        from refsim.qemu.timing import qemu_core_for
+    except ImportError:
+        return get_core(model.qemu_core)
+    return qemu_core_for(model)
+
+
+def _cores(cpus: list[str] | None) -> list[str]:
+    from isa_models.cores import CORE_MODELS, get_core_model
+    from isa_models.errors import IsaModelError
+
+    if not cpus:
+        return list(CORE_MODELS)
+    try:
+        return [get_core_model(c).name for c in cpus]
+    except IsaModelError as exc:
+        raise RefsimError(str(exc)) from None
+
+
+@app.command()
+def calibrate(
+    kernels_dir: Annotated[
+        Path | None,
+        typer.Option("--kernels-dir", help="A CMSIS-NN-API library (Include/, Source/); default kernels_c."),
+    ] = None,
+    cpu: Annotated[
+        list[str] | None, typer.Option("--cpu", help="Core to calibrate (repeatable; default all).")
+    ] = None,
+    library: Annotated[
+        str | None,
+        typer.Option(
+            "--library", help="Name of the calibration (directory); default cmsis-nn with --kernels-dir."
+        ),
+    ] = None,
+    kernel: Annotated[
+        list[str] | None,
+        typer.Option("--kernel", help="Only these functions, routing variants or families (repeatable)."),
+    ] = None,
+    library_commit: Annotated[
+        str | None, typer.Option("--library-commit", help="Record this as the library's commit (provenance).")
+    ] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out-dir", help="Write <library>/<core>.json here (default isa_models/calibration)."),
+    ] = None,
+) -> None:
+    """Measure every CMSIS-NN function's sweep on each core and fit the cost formulas."""
+    from isa_models import calibration
+
+    if kernels_dir is not None and not kernels_dir.is_dir():
+        raise RefsimError(f"--kernels-dir {kernels_dir}: not a directory")
+    name = library or ("cmsis-nn" if kernels_dir is not None else "kernels_c")
+    LIBRARY_COMMIT.set(library_commit or "")
+    argv = sys.argv[2:] if len(sys.argv) > 2 and sys.argv[1] == "calibrate" else []
+    table = Table(
+        "core", "function / variant", "fit", "held out", "instr err (max)", "cycle err (max)", "source"
+    )
+    for core in _cores(cpu):
+        document = calibrate_core(core, library=name, kernels_dir=kernels_dir, only=kernel, argv=argv)
+        path = calibration.path_for(name, core, out_dir)
+        calibration.write(document, path)
+        for key, entry in document["functions"].items():
+            err = entry["error"]
+            table.add_row(
+                core, key, str(len(entry["fit"])), str(len(entry["held_out"])),
+                f"{100 * err['instructions']['max_abs']:.1f}%", f"{100 * err['cycles']['max_abs']:.1f}%",
+                "cycles" if document["provenance"]["cycles_source"] == TIMED_SOURCE else "instr (CPI 1)",
+            )  # fmt: skip
+        console.print(f"wrote {path}", highlight=False)
+    console.print(table)

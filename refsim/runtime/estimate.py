@@ -1,0 +1,248 @@
+"""Cycle estimate of a loaded method on one core and system (``refsim run --estimate-cycles``).
+
+    est = estimate_method(program, method, cpu="cortex-m55")
+    est.cycles_total, est.latency_ms, [r.cycles for r in est.rows]
+
+Per KernelCall the op's cost hook (refsim/ops/cost.py) describes its work and isa_models prices
+it from the core's calibration; each call adds ExecuTorch's dispatch cost
+(isa_models.program.dispatch_cost); a program exported with QuantizeInputs/QuantizeOutputs adds
+the application's float→int8 input and int8→float output steps. An op the model cannot price
+is a row marked "no estimate" and the total says it is a lower bound, never a silent 0.
+
+Target resolution (:func:`resolve_target`): ``--cpu`` names the core, ``--isa`` the tier (its
+default core: scalar cortex-m3, dsp cortex-m4, mve cortex-m55), ``--system`` a preset (its core,
+clock and memories); without any, the tier the file shows it was exported for: a linear with
+``kernel_sum`` is an MVE export, a linear without one a DSP export; otherwise MVE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from isa_models.cost import Cost
+from refsim.errors import RefsimError
+from refsim.runtime.program import Method, Program
+
+DEFAULT_CPU = {"scalar": "cortex-m3", "dsp": "cortex-m4", "mve": "cortex-m55"}
+TIER_ORDER = ("scalar", "dsp", "mve")
+
+
+class EstimateError(RefsimError):
+    """The cost model cannot estimate this program on this target (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    cpu: str
+    isa: str
+    system: object | None
+    clock_mhz: float
+    clock_note: str
+    exported_for: str | None
+
+
+def exported_tier(method: Method) -> str | None:
+    """The tier the file shows it was exported for, from its linears (see the module docstring)."""
+    seen = None
+    for call in method.calls:
+        if call is None or call.op.name != "cortex_m::quantized_linear.out":
+            continue
+        if call.args.kernel_sum is not None:
+            return "mve"
+        seen = "dsp"
+    return seen
+
+
+def resolve_target(
+    method: Method, *, isa: str | None, cpu: str | None, system: str | None, clock_mhz: float | None
+) -> Target:
+    from isa_models.cores import get_core_model
+    from isa_models.errors import IsaModelError
+    from isa_models.systems import get_system
+
+    try:
+        preset = get_system(system) if system else None
+        if preset is not None and cpu is not None and get_core_model(cpu).name != preset.core:
+            raise EstimateError(f"--system {system} has a {preset.core}, not the --cpu {cpu}")
+        exported = exported_tier(method)
+        name = cpu or (preset.core if preset else None) or DEFAULT_CPU[isa or exported or "mve"]
+        core = get_core_model(name)
+    except IsaModelError as exc:
+        raise EstimateError(str(exc)) from None
+    tier = isa or core.tier
+    if tier != core.tier:
+        raise EstimateError(
+            f"--isa {tier} on {core.name}: the calibrations cover each core's own tier ({core.name}: "
+            f"{core.tier}); use --cpu {DEFAULT_CPU[tier]} for {tier}"
+        )
+    if preset is None:
+        preset = get_system(f"ideal-{core.name.removeprefix('cortex-')}")
+    if clock_mhz is not None:
+        if not clock_mhz > 0:
+            raise EstimateError(f"--clock-mhz must be positive, got {clock_mhz}")
+        clock, note = float(clock_mhz), "--clock-mhz"
+    else:
+        clock, note = float(preset.clock_mhz), f"system {preset.name}"
+    return Target(core.name, tier, preset, clock, note, exported)
+
+
+@dataclass(frozen=True)
+class Row:
+    index: int | None  # the KernelCall's instruction, None for runtime / application rows
+    name: str
+    variant: str
+    cost: Cost
+    note: str = ""
+
+    @property
+    def estimated(self) -> bool:
+        return self.cost.estimated
+
+
+@dataclass
+class Estimate:
+    target: Target
+    library: str
+    rows: list[Row] = field(default_factory=list)
+    dispatch: Cost = field(default_factory=Cost)
+    calls: int = 0
+
+    @property
+    def total(self) -> Cost:
+        return sum((r.cost for r in self.rows), Cost())
+
+    @property
+    def cycles_total(self) -> int:
+        return round(self.total.cycles)
+
+    @property
+    def complete(self) -> bool:
+        return all(r.estimated for r in self.rows)
+
+    @property
+    def latency_ms(self) -> float:
+        return self.cycles_total / (self.target.clock_mhz * 1e3)
+
+
+def _variant(works, tier: str) -> str:
+    from isa_models.formulas import route
+    from isa_models.program import CopyWork, FloatWork, KernelWork
+
+    names = []
+    for w in works:
+        if isinstance(w, KernelWork):
+            names.append(route(w.function, w.params, tier))
+        elif isinstance(w, CopyWork):
+            names.append("copy")
+        elif isinstance(w, FloatWork):
+            names.append("fp32")
+    return ", ".join(dict.fromkeys(names)) or "-"
+
+
+def _io_rows(program: Program, method: Method, target: Target, library: str | None) -> list[Row]:
+    from isa_models.program import FloatWork, cost_of
+    from refsim.runtime.describe import io_quantization
+    from refsim.runtime.tensor import TensorRef
+
+    rows = []
+    for kind, slots in (("input", method.inputs), ("output", method.outputs)):
+        for k, slot in enumerate(slots):
+            if not isinstance(slot, TensorRef) or io_quantization(program, method.name, kind, k) is None:
+                continue
+            n = int(slot.meta.numel)
+            step = "quantize" if kind == "input" else "dequantize"
+            work = [FloatWork(muls=n, adds=2 * n, elements=n)]
+            cost = cost_of(work, target.cpu, library=library, system=target.system)
+            rows.append(Row(None, f"{kind}{k} {step} (application)", "fp32", cost))
+    return rows
+
+
+def estimate_method(
+    program: Program,
+    method: Method,
+    *,
+    isa: str | None = None,
+    cpu: str | None = None,
+    system: str | None = None,
+    clock_mhz: float | None = None,
+    library: str | None = None,
+    foreign_exports: bool = False,
+) -> Estimate:
+    """Estimate ``method`` (see the module docstring). ``foreign_exports``: cost an op exported
+    for another tier (an MVE linear on a DSP core) as the same CMSIS-NN call on this tier
+    instead of refusing it; for benchmarks only, the device could not run that file."""
+    from isa_models.calibration import CalibrationError, load
+    from refsim.ops.cost import FOREIGN_EXPORTS
+
+    target = resolve_target(method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
+    try:
+        calibration = load(target.cpu, library)
+    except CalibrationError as exc:
+        raise EstimateError(str(exc)) from None
+    est = Estimate(target, calibration.library)
+    token = FOREIGN_EXPORTS.set(foreign_exports)
+    try:
+        _estimate_calls(est, method, target, calibration.library)
+    finally:
+        FOREIGN_EXPORTS.reset(token)
+    est.rows.extend(_io_rows(program, method, target, calibration.library))
+    if est.calls:
+        est.rows.append(
+            Row(None, f"runtime dispatch ({est.calls} KernelCalls)", "Method::execute", est.dispatch)
+        )
+    return est
+
+
+def _estimate_calls(est: Estimate, method: Method, target: Target, library: str) -> None:
+    from isa_models.calibration import CalibrationError
+    from isa_models.errors import IsaModelError
+    from isa_models.formulas import CostModelError
+    from isa_models.program import cost_of, dispatch_cost
+    from refsim.ops.cost import cost_hook
+    from refsim.ops.registry import OpError
+
+    for call in method.calls:
+        if call is None:
+            continue
+        op = call.op
+        try:
+            works = cost_hook(op)(call.args, target.isa)
+            cost = cost_of(works, target.cpu, library=library, system=target.system)
+            variant = _variant(works, target.isa)
+            notes = [getattr(w, "reason", "") for w in works if getattr(w, "reason", "")]
+            notes += [
+                src.split(" (", 1)[1].rstrip(")") + ": " + src.split("/", 1)[0] + " fit"
+                for src in cost.sources
+                if " has none" in src
+            ]
+            note = "; ".join(notes)
+        except OpError as exc:
+            raise EstimateError(str(exc)) from None
+        except (CostModelError, CalibrationError, IsaModelError) as exc:
+            raise EstimateError(f"{op.name} (instruction {call.instruction}): {exc}") from None
+        est.rows.append(Row(call.instruction, op.name, variant, cost, note))
+        est.dispatch = est.dispatch + dispatch_cost(
+            len(call.args._values), cortex_m=op.name.startswith("cortex_m::")
+        )
+        est.calls += 1
+
+
+def report_fields(est: Estimate) -> dict:
+    """The DESIGN.md report fields the estimate fills."""
+    return {
+        "cpu": est.target.cpu,
+        "isa": est.target.isa,
+        "clock_mhz": est.target.clock_mhz,
+        "system": getattr(est.target.system, "name", None),
+        "library": est.library,
+        "cycles_total": est.cycles_total,
+        "latency_ms": round(est.latency_ms, 6),
+        "estimate_complete": est.complete,
+    }
+
+
+def op_cycles(est: Estimate) -> dict[int, Row]:
+    return {r.index: r for r in est.rows if r.index is not None}
+
+
+__all__ = ["Estimate", "EstimateError", "Row", "Target", "estimate_method", "exported_tier", "resolve_target"]

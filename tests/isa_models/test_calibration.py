@@ -1,0 +1,156 @@
+"""Shipped calibration files: well formed, complete, accurate on held-out shapes, reproducible.
+
+CI regenerates a small subset of the kernels_c calibration from scratch (QEMU) and compares it
+with the shipped file; with CMSIS_NN_DIR set, the real CMSIS-NN calibration is regenerated from
+that checkout (a slow test, skipped otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from isa_models import calibration, formulas
+from isa_models.calibration import QUANTITIES, CalibrationError, load, parse
+from isa_models.formulas import estimate_call
+from refsim.qemu import missing_toolchain
+
+SHIPPED = calibration.available()
+KERNELS_C = SHIPPED.get("kernels_c", ())
+PAIRS = [(library, core) for library, cores in SHIPPED.items() for core in cores]
+#: refsim's own functions, which a CMSIS-NN build does not have.
+REFSIM_ONLY = {"refsim_lut_s8"}
+#: The held-out target of issue 7 (relative error of the formulas against the measurement).
+TARGET = 0.10
+
+
+def _toolchain():
+    reason = missing_toolchain()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def test_calibrations_are_shipped_for_every_core():
+    every = {"cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "cortex-m85"}
+    assert every <= set(KERNELS_C)
+    assert every - {"cortex-m0plus"} <= set(SHIPPED.get("cmsis-nn", ()))  # no ARMv6-M library build yet
+
+
+@pytest.mark.parametrize("library, core", PAIRS)
+def test_shipped_file_is_complete(library, core):
+    cal = load(core, library)
+    assert cal.core == core and cal.library == library
+    prov = cal.provenance
+    for key in (
+        "library",
+        "library_commit",
+        "gcc",
+        "qemu",
+        "llvm_mca",
+        "flags",
+        "command",
+        "date",
+        "cycles_source",
+    ):
+        assert prov.get(key), f"provenance lacks {key}"
+    routed = {formulas.route(f, s, cal.tier) for m in formulas.FAMILIES for f, s in m.sweep()}
+    if library != "kernels_c":
+        routed -= REFSIM_ONLY
+    assert routed <= set(cal.functions), f"no fit for {sorted(routed - set(cal.functions))}"
+    assert cal.provenance["cycles_source"].startswith("refsim.qemu.timing.time_cases")
+    document = json.loads(cal.path.read_text())
+    for key, entry in document["functions"].items():
+        assert entry["fit"], key
+        for record in entry["fit"] + entry["held_out"]:
+            assert set(record) == {"shape", "features", "instructions", "cycles"}
+
+
+@pytest.mark.parametrize("library, core", PAIRS)
+def test_formulas_reproduce_the_fit_records(library, core):
+    cal = load(core, library)
+    document = json.loads(cal.path.read_text())
+    for key, entry in document["functions"].items():
+        for record in entry["fit"][:3]:
+            shape = {k: v for k, v in record["shape"].items() if k != "function"}
+            got = formulas.FORMULAS[key].features(shape, cal.tier)
+            assert dict(got) == record["features"], key  # features are recomputed, not stored stale
+            cost = estimate_call(record["shape"]["function"], shape, core, library=library)
+            expected = cal.functions[key].evaluate("cycles", record["features"])
+            assert cost.cycles == pytest.approx(max(expected, 0.0))
+
+
+def held_out_errors(core: str, library: str = "kernels_c") -> dict[str, dict[str, float]]:
+    document = json.loads(load(core, library).path.read_text())
+    return {
+        key: {q: entry["error"][q]["max_abs"] for q in QUANTITIES}
+        for key, entry in document["functions"].items()
+    }
+
+
+@pytest.mark.parametrize("library, core", PAIRS)
+def test_held_out_error_is_recorded(library, core):
+    errors = held_out_errors(core, library)
+    assert errors and all(0.0 <= e["cycles"] < 10.0 for e in errors.values())
+
+
+@pytest.mark.xfail(
+    reason="issue 7 target (±10% held out for every function x core) not met yet: see docs/cost-model.md (a)",
+    strict=False,
+)
+@pytest.mark.parametrize("library, core", PAIRS)
+def test_held_out_within_target(library, core):
+    bad = {k: e["cycles"] for k, e in held_out_errors(core, library).items() if e["cycles"] > TARGET}
+    assert not bad
+
+
+def test_unknown_core_and_malformed_file_are_one_line_errors(tmp_path: Path):
+    with pytest.raises(CalibrationError, match="no calibration for core 'cortex-m99'"):
+        load("cortex-m99")
+    with pytest.raises(CalibrationError, match="format must be"):
+        parse({"format": "something else"})
+    bad = tmp_path / "kernels_c" / "cortex-m4.json"
+    bad.parent.mkdir()
+    bad.write_text("{not json")
+    with pytest.raises(CalibrationError, match="cannot read calibration"):
+        load("cortex-m4", "kernels_c", root=tmp_path)
+
+
+SUBSET = ("arm_fully_connected_s8", "arm_elementwise_add_s8", "arm_softmax_s8")
+
+
+def test_ci_regenerates_a_subset_identically(tmp_path: Path):
+    """The shipped kernels_c/cortex-m4.json, for a few functions, from scratch: same measurements,
+    same coefficients (the measurement is exact and repeatable)."""
+    _toolchain()
+    from refsim.commands.calibrate import calibrate_core
+
+    core = "cortex-m4"
+    fresh = calibrate_core(core, library="kernels_c", kernels_dir=None, only=list(SUBSET), argv=[])
+    shipped = json.loads(load(core, "kernels_c").path.read_text())
+    if fresh["provenance"]["cycles_source"] != shipped["provenance"]["cycles_source"]:
+        pytest.skip(
+            "the shipped file was measured with another cycle source; regenerate it with refsim calibrate"
+        )
+    for key in SUBSET:
+        new, old = fresh["functions"][key], shipped["functions"][key]
+        assert new["fit"] == old["fit"] and new["held_out"] == old["held_out"], key
+        assert new["coefficients"] == old["coefficients"], key
+
+
+@pytest.mark.skipif(not os.environ.get("CMSIS_NN_DIR"), reason="set CMSIS_NN_DIR to a CMSIS-NN checkout")
+def test_cmsis_nn_calibration_regenerates(tmp_path: Path):
+    _toolchain()
+    from refsim.commands.calibrate import calibrate_core
+
+    core = "cortex-m4"
+    doc = calibrate_core(core, library="cmsis-nn", kernels_dir=Path(os.environ["CMSIS_NN_DIR"]), only=list(SUBSET),
+                         argv=[])  # fmt: skip
+    assert set(SUBSET) <= set(doc["functions"])
+    shipped = calibration.path_for("cmsis-nn", core)
+    if shipped.exists():
+        old = json.loads(shipped.read_text())
+        for key in SUBSET:
+            assert doc["functions"][key]["fit"] == old["functions"][key]["fit"], key

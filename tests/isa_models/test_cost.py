@@ -1,0 +1,122 @@
+"""Cost adds; the NNLS fit recovers known coefficients; features follow the kernels' loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from isa_models import conv, depthwise, elementwise, layout
+from isa_models.cost import NO_ESTIMATE, Cost
+from isa_models.fit import fit_coefficients, nnls, relative_errors
+from isa_models.shapes import valid_taps
+
+
+def test_cost_adds_fields_and_memories():
+    a = Cost(macs=10, instructions=5.0, cycles=7.0, bytes_read={"sram": 3}, bytes_written={"sram": 1})
+    b = Cost(macs=2, instructions=1.0, cycles=2.0, bytes_read={"flash": 4, "sram": 1})
+    total = a + b
+    assert (total.macs, total.instructions, total.cycles) == (12, 6.0, 9.0)
+    assert dict(total.bytes_read) == {"sram": 4, "flash": 4}
+    assert dict(total.bytes_written) == {"sram": 1}
+    assert sum([a, b]) == total
+    assert total.cycles_per_mac == pytest.approx(0.75)
+
+
+def test_no_estimate_poisons_a_sum():
+    assert (Cost(cycles=5.0) + NO_ESTIMATE).estimated is False
+    assert (Cost(cycles=5.0) + Cost(cycles=1.0)).estimated is True
+
+
+def test_scaled_repeats_everything():
+    c = Cost(macs=3, instructions=2.0, cycles=4.0, bytes_read={"sram": 5}).scaled(3)
+    assert (c.macs, c.instructions, c.cycles, dict(c.bytes_read)) == (9, 6.0, 12.0, {"sram": 15})
+
+
+def test_nnls_matches_an_exact_nonnegative_solution():
+    rng = np.random.default_rng(0)
+    a = rng.random((30, 5))
+    x = np.array([1.5, 0.0, 3.0, 0.25, 0.0])
+    np.testing.assert_allclose(nnls(a, a @ x), x, atol=1e-9)
+
+
+def test_nnls_clamps_at_zero_where_least_squares_goes_negative():
+    a = np.array([[1.0, 1.0], [1.0, 2.0], [1.0, 3.0]])
+    b = np.array([3.0, 2.0, 1.0])  # unconstrained slope is -1
+    x = nnls(a, b)
+    assert (x >= 0).all() and x[1] == 0.0
+    assert x[0] == pytest.approx(2.0)
+
+
+def test_fit_recovers_coefficients_of_a_linear_cost():
+    truth = {"call": 500.0, "outputs": 12.0, "blocks": 3.0}
+    rows = [
+        {"call": 1.0, "outputs": float(o), "blocks": float(b)}
+        for o, b in ((10, 40), (50, 7), (300, 900), (8, 8))
+    ]
+    ys = [sum(truth[k] * r[k] for k in truth) for r in rows]
+    got = fit_coefficients(list(truth), rows, ys)
+    for k, v in truth.items():
+        assert got[k] == pytest.approx(v, rel=1e-6)
+    assert max(abs(e) for e in relative_errors(got, rows, ys)) < 1e-9
+
+
+def test_valid_taps_counts_taps_inside_the_input():
+    # 5 wide, 3-tap filter, SAME padding 1, stride 1: edges lose one tap each
+    assert valid_taps(5, 5, 3, 1, 1) == 3 * 5 - 2
+    assert valid_taps(4, 2, 2, 2, 0) == 4
+    assert valid_taps(6, 3, 3, 2, 0, dilation=2) == sum(
+        1 for o in range(3) for k in range(3) if 0 <= o * 2 + 2 * k < 6
+    )
+
+
+def test_conv_routes_like_kernels_py():
+    p = conv._shape((1, 8, 8, 16), (32, 1, 1))
+    assert conv.route("arm_convolve_wrapper_s8", p, "dsp") == "arm_convolve_1x1_s8_fast"
+    p = conv._shape((1, 8, 8, 16), (32, 1, 1), stride=(2, 2))
+    assert conv.route("arm_convolve_wrapper_s8", p, "dsp") == "arm_convolve_1x1_s8"
+    p = conv._shape((1, 1, 32, 8), (8, 1, 3), padding=(0, 0))
+    assert conv.route("arm_convolve_wrapper_s8", p, "mve") == "arm_convolve_1_x_n_s8"
+    p = conv._shape((1, 8, 8, 3), (8, 3, 3))
+    assert conv.route("arm_convolve_wrapper_s8", p, "scalar") == "arm_convolve_s8"
+
+
+def test_depthwise_routes_per_tier():
+    p = depthwise._shape((1, 10, 10, 16), (3, 3))
+    assert depthwise.route(depthwise.PUBLIC_WRAPPER, p, "dsp") == "arm_depthwise_conv_3x3_s8"
+    assert depthwise.route(depthwise.PUBLIC_WRAPPER, p, "mve") == "arm_depthwise_conv_s8_opt"
+    one = depthwise._shape((1, 10, 10, 1), (3, 3), ch_mult=16)
+    assert depthwise.route(depthwise.PUBLIC_WRAPPER, one, "mve") == depthwise.TO_CONV
+    assert depthwise.route(depthwise.PUBLIC_WRAPPER, one, "dsp") == "arm_depthwise_conv_s8"
+
+
+def test_conv_features_count_blocks_and_tails():
+    p = conv._shape((1, 3, 3, 5), (3, 1, 1))  # 9 pixels, 3 channels, K = 5
+    f = conv.FORMULAS["arm_convolve_1x1_s8_fast"].features(p, "dsp")
+    # DSP: 4 full pixel pairs x 1 channel pair x 1 K-block, an odd pixel and an odd channel
+    assert f["blocks"] == 4 and f["odd_columns"] == 1 * 3 * 5 and f["odd_channels"] == 4 * 1 * 5
+    assert f["k_tail"] == 4 * 2 * 3 * 1
+    m = conv.FORMULAS["arm_convolve_1x1_s8_fast"].features(p, "mve")
+    assert m["blocks"] == 3 * 3 * 1 and m["k_tail"] == 0  # ceil(9/4) x 3 x ceil(5/16)
+
+
+def test_pad_and_transpose_merge_axes_like_the_kernels():
+    f = layout.FORMULAS["arm_pad_s8"].features(
+        layout.pad_params((1, 4, 5, 3), (0, 1, 0, 0), (0, 1, 0, 0)), "dsp"
+    )
+    assert f["rows"] == 4 and f["pixel_runs"] == 0 and f["filled"] == 2 * 5 * 3
+    f = layout.FORMULAS["arm_pad_s8"].features(
+        layout.pad_params((1, 4, 5, 3), (0, 0, 0, 1), (0, 0, 0, 0)), "dsp"
+    )
+    assert f["pixel_runs"] == 20
+    same = layout.FORMULAS["arm_transpose_s8"].features(layout.transpose_params((2, 3, 4), (0, 1, 2)), "dsp")
+    assert same["rows"] == 1 and same["copied_words"] == 24
+    swap = layout.FORMULAS["arm_transpose_s8"].features(layout.transpose_params((2, 3, 4), (0, 2, 1)), "dsp")
+    assert swap["gathered"] == 24 and swap["rows"] == 2 * 4
+
+
+def test_minmax_runs_follow_the_broadcast():
+    p = elementwise.minmax_params((1, 4, 4, 8), (1, 1, 1, 8))
+    run = elementwise._runs(p)
+    assert run == (8, 16, False)
+    p = elementwise.minmax_params((1, 4, 4, 8), (1, 4, 4, 1))
+    assert elementwise._runs(p) == (8, 16, True)
