@@ -28,7 +28,7 @@ venv-interop: $(INTEROP_VENV)/.installed
 # extra (torch==2.13.0, a local CPU wheel on our machines) is installed by targets that need it.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,plot]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
 # torch first, pinned, so executorch's own dependency on torch is already satisfied by the

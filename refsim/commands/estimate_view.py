@@ -57,7 +57,7 @@ def plot_estimate(est: Estimate, path: Path, *, title: str = "") -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise RefsimError(
-            "--plot needs matplotlib: pip install 'refsim[plot]' (make venv installs it)"
+            "--plot needs matplotlib: pip install matplotlib (a dependency of refsim; make venv installs it)"
         ) from None
     rows = [r for r in est.rows if r.estimated]
     labels = [f"{'' if r.index is None else r.index} {_short(r.name)}" for r in rows]
