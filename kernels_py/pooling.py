@@ -159,8 +159,8 @@ def avgpool_s8(
 
     input [N, H, W, C]; window ``filter_hw = (h, w)``; ``output_hw=None`` means
     ``(in + 2 * pad - k) // stride + 1``. Rounding: valid-tap sum divided by the valid-tap count,
-    ties away from zero (module docstring). The C function reads one image (``input_dims->n`` is
-    unused); N > 1 here is N independent calls, as TFLM's reference loops over batches.
+    ties away from zero (module docstring). Every image of N is pooled, as the C function loops
+    over ``input_dims->n`` (CMSIS-NN since v6.0.0) and TFLM's reference over batches.
     """
     input, k_h, k_w, out_h, out_w = _prepare(ARM_AVGPOOL_S8, input, pool_params, filter_hw, output_hw)
     if k_h * k_w > _MAX_AVG_WINDOW:

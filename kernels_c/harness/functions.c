@@ -18,18 +18,18 @@ void rs_kernel_begin(void) { __asm volatile("" ::: "memory"); }
 void rs_kernel_end(void) { __asm volatile("" ::: "memory"); }
 
 #if RS_HAVE_DSP
-    #define RS_DSP_OR_NULL(fn) fn
+    #define RS_DSP_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define RS_DSP_OR_NULL(fn) NULL
 #endif
 #if RS_HAVE_MVE
-    #define RS_MVE_OR_NULL(fn) fn
+    #define RS_MVE_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define RS_MVE_OR_NULL(fn) NULL
 #endif
 
 /** The variant table of a kernel, indexed by RS_VARIANT_*; NULL when the core lacks the tier. */
-#define RS_VARIANTS(public_fn, stem) {public_fn, stem##_scalar, RS_DSP_OR_NULL(stem##_dsp), RS_MVE_OR_NULL(stem##_mve)}
+#define RS_VARIANTS(public_fn, stem) {public_fn, RS_TIER_FN(stem##_scalar), RS_DSP_OR_NULL(stem##_dsp), RS_MVE_OR_NULL(stem##_mve)}
 
 static const uint8_t dtypes_two_s8[] = {RS_DTYPE_INT8, RS_DTYPE_INT8};
 

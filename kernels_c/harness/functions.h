@@ -9,6 +9,20 @@
 #include "arm_nn_types.h"
 #include "batch_format.h"
 
+/*
+ * A library build (refsim --kernels-dir, -DRS_PUBLIC_API_ONLY=1) calls only the library's public
+ * CMSIS-NN functions: the harness answers RS_CASE_NO_VARIANT for any explicit tier, and the variant
+ * tables name no tier function (RS_TIER_FN gives NULL).
+ */
+#ifndef RS_PUBLIC_API_ONLY
+    #define RS_PUBLIC_API_ONLY 0
+#endif
+#if RS_PUBLIC_API_ONLY
+    #define RS_TIER_FN(fn) NULL
+#else
+    #define RS_TIER_FN(fn) fn
+#endif
+
 /** One parsed case: views into the loaded batch file. */
 typedef struct
 {

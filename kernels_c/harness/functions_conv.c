@@ -63,18 +63,18 @@ const uint8_t rs_conv_dtypes[RS_CONV_NUM_ARRAYS] = {RS_DTYPE_INT8, RS_DTYPE_INT8
                                                     RS_DTYPE_INT32};
 
 #if RS_HAVE_DSP
-    #define CONV_DSP_OR_NULL(fn) fn
+    #define CONV_DSP_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define CONV_DSP_OR_NULL(fn) NULL
 #endif
 #if RS_HAVE_MVE
-    #define CONV_MVE_OR_NULL(fn) fn
+    #define CONV_MVE_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define CONV_MVE_OR_NULL(fn) NULL
 #endif
 #define CONV_VARIANTS(public_fn, stem)                                                                             \
     {                                                                                                              \
-        public_fn, stem##_scalar, CONV_DSP_OR_NULL(stem##_dsp), CONV_MVE_OR_NULL(stem##_mve)                       \
+        public_fn, RS_TIER_FN(stem##_scalar), CONV_DSP_OR_NULL(stem##_dsp), CONV_MVE_OR_NULL(stem##_mve)                       \
     }
 
 #if RS_HAVE_MVE
@@ -165,33 +165,42 @@ static uint32_t volume(const int32_t *nhwc)
 
 static int32_t tier_of(const rs_case *c) { return c->variant == RS_VARIANT_DEFAULT ? CONV_BUILD_TIER : c->variant; }
 
+#if RS_PUBLIC_API_ONLY
+    #define CONV_TIER_SIZE(call) 0 /* a library build runs public functions only */
+#else
+    #define CONV_TIER_SIZE(call) call
+#endif
+
 /** ctx bytes (and *reverse_bytes for the transpose wrapper) the case's function promises. */
 static int32_t scratch_of(const rs_case *c, const conv_args *a, int32_t *reverse_bytes)
 {
     const int32_t tier = tier_of(c);
     const bool public_fn = c->variant == RS_VARIANT_DEFAULT;
+    (void)tier;
     *reverse_bytes = 0;
     switch (c->function_id)
     {
     case RS_FN_CONVOLVE_S8:
         return public_fn ? arm_convolve_s8_get_buffer_size(&a->input, &a->filter)
-                         : rs_convolve_s8_buffer_size_tier(tier, &a->input, &a->filter);
+                         : CONV_TIER_SIZE(rs_convolve_s8_buffer_size_tier(tier, &a->input, &a->filter));
     case RS_FN_CONVOLVE_WRAPPER_S8:
         return public_fn ? arm_convolve_wrapper_s8_get_buffer_size(&a->conv, &a->input, &a->filter, &a->output)
-                         : rs_convolve_wrapper_s8_buffer_size_tier(tier, &a->conv, &a->input, &a->filter, &a->output);
+                         : CONV_TIER_SIZE(rs_convolve_wrapper_s8_buffer_size_tier(tier, &a->conv, &a->input, &a->filter,
+                                                                                  &a->output));
     case RS_FN_CONVOLVE_1X1_S8_FAST:
         return public_fn ? arm_convolve_1x1_s8_fast_get_buffer_size(&a->input)
-                         : rs_convolve_1x1_s8_fast_buffer_size_tier(tier, &a->input);
+                         : CONV_TIER_SIZE(rs_convolve_1x1_s8_fast_buffer_size_tier(tier, &a->input));
     case RS_FN_CONVOLVE_1_X_N_S8:
         return public_fn ? arm_convolve_1_x_n_s8_get_buffer_size(&a->conv, &a->input, &a->filter, &a->output)
-                         : rs_convolve_1_x_n_s8_buffer_size_tier(tier, &a->conv, &a->input, &a->filter, &a->output);
+                         : CONV_TIER_SIZE(rs_convolve_1_x_n_s8_buffer_size_tier(tier, &a->conv, &a->input, &a->filter,
+                                                                                &a->output));
     case RS_FN_TRANSPOSE_CONV_WRAPPER_S8:
         *reverse_bytes = arm_transpose_conv_s8_get_reverse_conv_buffer_size(&a->transpose, &a->input, &a->filter);
         /* fall through */
     case RS_FN_TRANSPOSE_CONV_S8:
-        return public_fn
-                   ? arm_transpose_conv_s8_get_buffer_size(&a->transpose, &a->input, &a->filter, &a->output)
-                   : rs_transpose_conv_s8_buffer_size_tier(tier, &a->transpose, &a->input, &a->filter, &a->output);
+        return public_fn ? arm_transpose_conv_s8_get_buffer_size(&a->transpose, &a->input, &a->filter, &a->output)
+                         : CONV_TIER_SIZE(rs_transpose_conv_s8_buffer_size_tier(tier, &a->transpose, &a->input,
+                                                                                &a->filter, &a->output));
     default: /* arm_convolve_1x1_s8: no scratch */
         return 0;
     }
@@ -294,55 +303,70 @@ uint16_t rs_check_conv_buffer_size(const rs_case *c, uint32_t *output_bytes, uin
     return RS_CASE_OK;
 }
 
+/** A size query's answer from its public CMSIS-NN function. */
+static int32_t conv_size_public(uint16_t id, const conv_args *a)
+{
+    switch (id)
+    {
+    case RS_FN_CONVOLVE_WRAPPER_S8_GET_BUFFER_SIZE:
+        return arm_convolve_wrapper_s8_get_buffer_size(&a->conv, &a->input, &a->filter, &a->output);
+    case RS_FN_CONVOLVE_S8_GET_BUFFER_SIZE:
+        return arm_convolve_s8_get_buffer_size(&a->input, &a->filter);
+    case RS_FN_CONVOLVE_1_X_N_S8_GET_BUFFER_SIZE:
+        return arm_convolve_1_x_n_s8_get_buffer_size(&a->conv, &a->input, &a->filter, &a->output);
+    case RS_FN_CONVOLVE_1X1_S8_FAST_GET_BUFFER_SIZE:
+        return arm_convolve_1x1_s8_fast_get_buffer_size(&a->input);
+    case RS_FN_TRANSPOSE_CONV_S8_GET_BUFFER_SIZE:
+        return arm_transpose_conv_s8_get_buffer_size(&a->transpose, &a->input, &a->filter, &a->output);
+    default: /* RS_FN_TRANSPOSE_CONV_S8_GET_REVERSE_CONV_BUFFER_SIZE: tier-independent */
+        return arm_transpose_conv_s8_get_reverse_conv_buffer_size(&a->transpose, &a->input, &a->filter);
+    }
+}
+
+#if RS_PUBLIC_API_ONLY
+/* A library build asks public functions only (harness.c answers RS_CASE_NO_VARIANT for a tier). */
+static int32_t conv_size_tier(uint16_t id, int32_t tier, const conv_args *a)
+{
+    (void)id;
+    (void)tier;
+    (void)a;
+    return 0;
+}
+#else
+/** A size query's answer for one tier: CMSIS-NN's host-callable tier function where it has one. */
+static int32_t conv_size_tier(uint16_t id, int32_t tier, const conv_args *a)
+{
+    switch (id)
+    {
+    case RS_FN_CONVOLVE_WRAPPER_S8_GET_BUFFER_SIZE:
+        return tier == RS_VARIANT_MVE   ? arm_convolve_wrapper_s8_get_buffer_size_mve(&a->conv, &a->input, &a->filter,
+                                                                                      &a->output)
+               : tier == RS_VARIANT_DSP ? arm_convolve_wrapper_s8_get_buffer_size_dsp(&a->conv, &a->input, &a->filter,
+                                                                                      &a->output)
+                                        : rs_convolve_wrapper_s8_buffer_size_tier(tier, &a->conv, &a->input, &a->filter,
+                                                                                  &a->output);
+    case RS_FN_CONVOLVE_S8_GET_BUFFER_SIZE:
+        return tier == RS_VARIANT_MVE ? arm_convolve_s8_get_buffer_size_mve(&a->input, &a->filter)
+                                      : rs_convolve_s8_buffer_size_tier(tier, &a->input, &a->filter);
+    case RS_FN_CONVOLVE_1_X_N_S8_GET_BUFFER_SIZE:
+        return rs_convolve_1_x_n_s8_buffer_size_tier(tier, &a->conv, &a->input, &a->filter, &a->output);
+    case RS_FN_CONVOLVE_1X1_S8_FAST_GET_BUFFER_SIZE:
+        return rs_convolve_1x1_s8_fast_buffer_size_tier(tier, &a->input);
+    case RS_FN_TRANSPOSE_CONV_S8_GET_BUFFER_SIZE:
+        return tier == RS_VARIANT_MVE
+                   ? arm_transpose_conv_s8_get_buffer_size_mve(&a->transpose, &a->input, &a->filter, &a->output)
+                   : rs_transpose_conv_s8_buffer_size_tier(tier, &a->transpose, &a->input, &a->filter, &a->output);
+    default:
+        return conv_size_public(id, a);
+    }
+}
+#endif
+
 uint16_t rs_run_conv_buffer_size(const rs_case *c, const rs_case_memory *mem, int32_t *kernel_status)
 {
     const conv_args a = conv_args_of(c);
-    const int32_t tier = tier_of(c);
-    const bool public_fn = c->variant == RS_VARIANT_DEFAULT;
-    int32_t size;
-    switch (c->function_id)
-    {
-    case RS_FN_CONVOLVE_WRAPPER_S8_GET_BUFFER_SIZE:
-        if (public_fn)
-        {
-            size = arm_convolve_wrapper_s8_get_buffer_size(&a.conv, &a.input, &a.filter, &a.output);
-        }
-        else if (tier == RS_VARIANT_MVE)
-        {
-            size = arm_convolve_wrapper_s8_get_buffer_size_mve(&a.conv, &a.input, &a.filter, &a.output);
-        }
-        else if (tier == RS_VARIANT_DSP)
-        {
-            size = arm_convolve_wrapper_s8_get_buffer_size_dsp(&a.conv, &a.input, &a.filter, &a.output);
-        }
-        else
-        {
-            size = rs_convolve_wrapper_s8_buffer_size_tier(tier, &a.conv, &a.input, &a.filter, &a.output);
-        }
-        break;
-    case RS_FN_CONVOLVE_S8_GET_BUFFER_SIZE:
-        size = public_fn               ? arm_convolve_s8_get_buffer_size(&a.input, &a.filter)
-               : tier == RS_VARIANT_MVE ? arm_convolve_s8_get_buffer_size_mve(&a.input, &a.filter)
-                                        : rs_convolve_s8_buffer_size_tier(tier, &a.input, &a.filter);
-        break;
-    case RS_FN_CONVOLVE_1_X_N_S8_GET_BUFFER_SIZE:
-        size = public_fn ? arm_convolve_1_x_n_s8_get_buffer_size(&a.conv, &a.input, &a.filter, &a.output)
-                         : rs_convolve_1_x_n_s8_buffer_size_tier(tier, &a.conv, &a.input, &a.filter, &a.output);
-        break;
-    case RS_FN_CONVOLVE_1X1_S8_FAST_GET_BUFFER_SIZE:
-        size = public_fn ? arm_convolve_1x1_s8_fast_get_buffer_size(&a.input)
-                         : rs_convolve_1x1_s8_fast_buffer_size_tier(tier, &a.input);
-        break;
-    case RS_FN_TRANSPOSE_CONV_S8_GET_BUFFER_SIZE:
-        size = public_fn ? arm_transpose_conv_s8_get_buffer_size(&a.transpose, &a.input, &a.filter, &a.output)
-               : tier == RS_VARIANT_MVE
-                   ? arm_transpose_conv_s8_get_buffer_size_mve(&a.transpose, &a.input, &a.filter, &a.output)
-                   : rs_transpose_conv_s8_buffer_size_tier(tier, &a.transpose, &a.input, &a.filter, &a.output);
-        break;
-    default: /* RS_FN_TRANSPOSE_CONV_S8_GET_REVERSE_CONV_BUFFER_SIZE: tier-independent */
-        size = arm_transpose_conv_s8_get_reverse_conv_buffer_size(&a.transpose, &a.input, &a.filter);
-        break;
-    }
+    const int32_t size = c->variant == RS_VARIANT_DEFAULT ? conv_size_public(c->function_id, &a)
+                                                          : conv_size_tier(c->function_id, tier_of(c), &a);
     rs_kernel_begin();
     memcpy(mem->output, &size, sizeof(size));
     rs_kernel_end();

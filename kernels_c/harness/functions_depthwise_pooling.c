@@ -16,17 +16,17 @@
 #include "variants.h"
 
 #if RS_HAVE_DSP
-    #define DWP_DSP_OR_NULL(fn) fn
+    #define DWP_DSP_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define DWP_DSP_OR_NULL(fn) NULL
 #endif
 #if RS_HAVE_MVE
-    #define DWP_MVE_OR_NULL(fn) fn
+    #define DWP_MVE_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define DWP_MVE_OR_NULL(fn) NULL
 #endif
 #define DWP_VARIANTS(public_fn, stem)                                                                              \
-    {public_fn, stem##_scalar, DWP_DSP_OR_NULL(stem##_dsp), DWP_MVE_OR_NULL(stem##_mve)}
+    {public_fn, RS_TIER_FN(stem##_scalar), DWP_DSP_OR_NULL(stem##_dsp), DWP_MVE_OR_NULL(stem##_mve)}
 
 /** Largest tensor a case may describe (bytes); every dimension is also at most 0xFFFF. */
 #define DWP_MAX_ELEMENTS (8U << 20)
@@ -175,10 +175,12 @@ static int32_t dwp_size_opt(const dwp_depthwise *d, uint8_t variant)
     {
     case RS_VARIANT_DEFAULT:
         return arm_depthwise_conv_s8_opt_get_buffer_size(&d->input_dims, &d->filter_dims);
+#if !RS_PUBLIC_API_ONLY /* kernels_c's own tier queries (CMSIS-NN has only the public one) */
     case RS_VARIANT_DSP:
         return arm_depthwise_conv_s8_opt_get_buffer_size_dsp(&d->input_dims, &d->filter_dims);
     case RS_VARIANT_MVE:
         return arm_depthwise_conv_s8_opt_get_buffer_size_mve(&d->input_dims, &d->filter_dims);
+#endif
     default:
         return 0;
     }
@@ -345,9 +347,8 @@ uint16_t rs_check_pool(const rs_case *c, uint32_t *output_bytes, uint32_t *scrat
     const int32_t *p = c->params;
     const uint32_t input = dwp_elements(p[POOL_IN_N], p[POOL_IN_H], p[POOL_IN_W], p[POOL_IN_C]);
     const uint32_t output = dwp_elements(p[POOL_OUT_N], p[POOL_OUT_H], p[POOL_OUT_W], p[POOL_OUT_C]);
-    const int one_image = c->function_id != RS_FN_AVGPOOL_S8 || p[POOL_IN_N] == 1;
     if (input == 0 || output == 0 || dwp_elements(1, p[POOL_FILTER_H], p[POOL_FILTER_W], 1) == 0 ||
-        p[POOL_OUT_N] != p[POOL_IN_N] || p[POOL_OUT_C] != p[POOL_IN_C] || !one_image || p[POOL_STRIDE_H] < 1 ||
+        p[POOL_OUT_N] != p[POOL_IN_N] || p[POOL_OUT_C] != p[POOL_IN_C] || p[POOL_STRIDE_H] < 1 ||
         p[POOL_STRIDE_W] < 1 || p[POOL_STRIDE_H] > 0xFFFF || p[POOL_STRIDE_W] > 0xFFFF || p[POOL_PAD_H] < 0 ||
         p[POOL_PAD_W] < 0 || p[POOL_PAD_H] > 0x7FFF || p[POOL_PAD_W] > 0x7FFF || c->count[0] != input)
     {

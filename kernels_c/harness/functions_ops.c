@@ -17,17 +17,17 @@
 #include "variants.h"
 
 #if RS_HAVE_DSP
-    #define OPS_DSP_OR_NULL(fn) fn
+    #define OPS_DSP_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define OPS_DSP_OR_NULL(fn) NULL
 #endif
 #if RS_HAVE_MVE
-    #define OPS_MVE_OR_NULL(fn) fn
+    #define OPS_MVE_OR_NULL(fn) RS_TIER_FN(fn)
 #else
     #define OPS_MVE_OR_NULL(fn) NULL
 #endif
 #define OPS_VARIANTS(public_fn, stem)                                                                              \
-    {public_fn, stem##_scalar, OPS_DSP_OR_NULL(stem##_dsp), OPS_MVE_OR_NULL(stem##_mve)}
+    {public_fn, RS_TIER_FN(stem##_scalar), OPS_DSP_OR_NULL(stem##_dsp), OPS_MVE_OR_NULL(stem##_mve)}
 
 /** Largest tensor a case may describe (bytes); every dimension is also at most 0xFFFF. */
 #define OPS_MAX_ELEMENTS (8U << 20)
@@ -131,6 +131,18 @@ static const bmm_size_fn bmm_size_variants[4] = {arm_batch_matmul_s8_get_buffer_
                                                  arm_batch_matmul_s8_get_buffer_size_dsp,
                                                  arm_batch_matmul_s8_get_buffer_size_mve};
 
+/* The public function's scratch is asked as CMSIS-NN's header documents it (it has no batch matmul
+ * size query): arm_fully_connected_s8_get_buffer_size() of a filter with the rhs rows as outputs. */
+static int32_t bmm_scratch_bytes(uint8_t variant, const cmsis_nn_dims *rhs_dims)
+{
+    if (variant != RS_VARIANT_DEFAULT)
+    {
+        return bmm_size_variants[variant](rhs_dims);
+    }
+    const cmsis_nn_dims filter_dims = {rhs_dims->c, 1, 1, rhs_dims->w};
+    return arm_fully_connected_s8_get_buffer_size(&filter_dims);
+}
+
 uint16_t rs_check_batch_matmul(const rs_case *c, uint32_t *output_bytes, uint32_t *scratch_bytes)
 {
     const int32_t *p = c->params;
@@ -142,7 +154,7 @@ uint16_t rs_check_batch_matmul(const rs_case *c, uint32_t *output_bytes, uint32_
         return RS_CASE_BAD_ARGS;
     }
     const cmsis_nn_dims rhs_dims = ops_dims(p + BMM_RHS_DIMS);
-    const int32_t bytes = ops_ctx_bytes(p[BMM_CTX_SIZE], bmm_size_variants[c->variant](&rhs_dims));
+    const int32_t bytes = ops_ctx_bytes(p[BMM_CTX_SIZE], bmm_scratch_bytes(c->variant, &rhs_dims));
     *output_bytes = out;
     *scratch_bytes = bytes > 0 ? (uint32_t)bytes : 0U;
     return RS_CASE_OK;
@@ -451,10 +463,23 @@ uint16_t rs_run_pad(const rs_case *c, const rs_case_memory *mem, int32_t *kernel
 typedef arm_cmsis_nn_status (*transpose_fn)(RS_TRANSPOSE_ARGS);
 static const transpose_fn transpose_variants[4] = OPS_VARIANTS(arm_transpose_s8, rs_transpose_s8);
 
+/** Elements of a transpose tensor: the product of its first num_dims dims, which are all CMSIS-NN
+ * reads (its unit tests pass the unused trailing ones as 0); all four when num_dims is not 1..4. */
+static uint32_t tr_elements(const int32_t *dims, int32_t num_dims)
+{
+    int32_t used[4] = {1, 1, 1, 1};
+    const int32_t rank = num_dims >= 1 && num_dims <= 4 ? num_dims : 4;
+    for (int32_t i = 0; i < rank; i++)
+    {
+        used[i] = dims[i];
+    }
+    return ops_elements(used);
+}
+
 uint16_t rs_check_transpose(const rs_case *c, uint32_t *output_bytes, uint32_t *scratch_bytes)
 {
-    const uint32_t in = ops_elements(c->params + 5);
-    const uint32_t out = ops_elements(c->params + 9);
+    const uint32_t in = tr_elements(c->params + 5, c->params[0]);
+    const uint32_t out = tr_elements(c->params + 9, c->params[0]);
     if (in == 0 || out == 0 || c->count[0] != in)
     {
         return RS_CASE_BAD_ARGS;

@@ -131,7 +131,9 @@ static uint32_t run_case(const rs_case *c, uint8_t *out, uint8_t *limit)
     const rs_function *fn = rs_find_function(c->function_id);
     if (fn != NULL)
     {
-        status = check_case(fn, c, &output_bytes, &scratch_bytes);
+        status = RS_PUBLIC_API_ONLY && c->variant != RS_VARIANT_DEFAULT
+                     ? RS_CASE_NO_VARIANT
+                     : check_case(fn, c, &output_bytes, &scratch_bytes);
     }
     if (status == RS_CASE_OK)
     {

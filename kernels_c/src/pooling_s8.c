@@ -7,7 +7,7 @@
  *  - average: sum of the taps in int32, then C's rounding division by their count,
  *    sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count (truncating /: ties away from
  *    zero), clamped to the activation range. No offsets: input and output share scale and zero point.
- *    One image (input_dims->n is not read, as in CMSIS-NN). A window with no tap inside the input
+ *    Every image of input_dims->n (n < 1: ARM_CMSIS_NN_ARG_ERROR), as CMSIS-NN since v6.0.0. A window with no tap inside the input
  *    returns ARM_CMSIS_NN_ARG_ERROR on every tier (outputs before it are written); the DSP tier also
  *    returns it when ctx->buf is NULL, as CMSIS-NN's DSP build (whose buffer size is C * 4) does.
  *  - max: the largest tap, clamped; every image of input_dims->n. A window with no tap inside the
@@ -97,10 +97,34 @@ static void pool_clamp_in_place(int8_t *output, const pool_layer *g)
     }
 }
 
+typedef arm_cmsis_nn_status (*pool_image_fn)(RS_POOL_ARGS);
+
+/** Every image of input_dims->n through `image` (CMSIS-NN's batch loop: fewer than one image is an
+ * argument error; the first image that fails stops the loop and returns its status). */
+static arm_cmsis_nn_status pool_every_image(pool_image_fn image, RS_POOL_ARGS)
+{
+    if (input_dims->n < 1)
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+    const int32_t in_step = input_dims->h * input_dims->w * input_dims->c;
+    const int32_t out_step = output_dims->h * output_dims->w * output_dims->c;
+    for (int32_t b = 0; b < input_dims->n; b++, src += in_step, dst += out_step)
+    {
+        const arm_cmsis_nn_status status = image(ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
+        if (status != ARM_CMSIS_NN_SUCCESS)
+        {
+            return status;
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Scalar tier.                                                                               */
 
-arm_cmsis_nn_status rs_avgpool_s8_scalar(RS_POOL_ARGS)
+/** One image of arm_avgpool_s8 (scalar); pool_every_image() loops over input_dims->n. */
+static arm_cmsis_nn_status avgpool_image_scalar(RS_POOL_ARGS)
 {
     (void)ctx;
     const pool_layer g = pool_unpack(pool_params, input_dims, filter_dims, output_dims);
@@ -152,6 +176,11 @@ arm_cmsis_nn_status rs_avgpool_s8_scalar(RS_POOL_ARGS)
         }
     }
     return ARM_CMSIS_NN_SUCCESS;
+}
+
+arm_cmsis_nn_status rs_avgpool_s8_scalar(RS_POOL_ARGS)
+{
+    return pool_every_image(avgpool_image_scalar, ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
 }
 
 arm_cmsis_nn_status rs_max_pool_s8_scalar(RS_POOL_ARGS)
@@ -260,7 +289,8 @@ static inline uint32_t pool_average_ssat8(int32_t sum, int32_t half, int32_t cou
     return (uint32_t)__ssat((sum > 0 ? sum + half : sum - half) / count, 8);
 }
 
-arm_cmsis_nn_status rs_avgpool_s8_dsp(RS_POOL_ARGS)
+/** One image of arm_avgpool_s8 (dsp); pool_every_image() loops over input_dims->n. */
+static arm_cmsis_nn_status avgpool_image_dsp(RS_POOL_ARGS)
 {
     if ((ctx == NULL || ctx->buf == NULL) && arm_avgpool_s8_get_buffer_size_dsp(output_dims->w, input_dims->c) > 0)
     {
@@ -309,6 +339,11 @@ arm_cmsis_nn_status rs_avgpool_s8_dsp(RS_POOL_ARGS)
         }
     }
     return ARM_CMSIS_NN_SUCCESS;
+}
+
+arm_cmsis_nn_status rs_avgpool_s8_dsp(RS_POOL_ARGS)
+{
+    return pool_every_image(avgpool_image_dsp, ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
 }
 
 /** Bytewise max of two words of four int8 (SSUB8 sets a GE flag per byte where a >= b; SEL picks). */
@@ -411,7 +446,8 @@ static inline int16x8_t pool_average8_mve(int16x8_t sum, int32_t count, uint32x4
     return vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), even), odd);
 }
 
-arm_cmsis_nn_status rs_avgpool_s8_mve(RS_POOL_ARGS)
+/** One image of arm_avgpool_s8 (mve); pool_every_image() loops over input_dims->n. */
+static arm_cmsis_nn_status avgpool_image_mve(RS_POOL_ARGS)
 {
     (void)ctx;
     const pool_layer g = pool_unpack(pool_params, input_dims, filter_dims, output_dims);
@@ -483,6 +519,11 @@ arm_cmsis_nn_status rs_avgpool_s8_mve(RS_POOL_ARGS)
         }
     }
     return ARM_CMSIS_NN_SUCCESS;
+}
+
+arm_cmsis_nn_status rs_avgpool_s8_mve(RS_POOL_ARGS)
+{
+    return pool_every_image(avgpool_image_mve, ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
 }
 
 arm_cmsis_nn_status rs_max_pool_s8_mve(RS_POOL_ARGS)

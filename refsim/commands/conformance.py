@@ -89,7 +89,7 @@ def conformance(
         Path | None,
         typer.Option(
             "--failures-dir",
-            help="Where to save the first failing case (default: a new temporary directory).",
+            help="Where to save the first failing case of every mismatch class (default: a new temporary directory).",
         ),
     ] = None,
 ) -> None:
@@ -232,9 +232,14 @@ def _run_c_kernels(
         _say(f"... and {len(report.failures) - MAX_FAIL_LINES} more failures")
     if report.failures:
         directory = failures_dir or Path(tempfile.mkdtemp(prefix="refsim-conformance-failure-"))
-        saved = qc.save_reproducer(report, report.failures[0], directory)
+        classes = qc.mismatch_classes(report)
+        saved = qc.save_reproducers(report, directory)
         library = f" --kernels-dir {target.library}" if target.library else ""
-        _say(f"first failing case saved to {saved}")
+        _say(f"first failing case saved to {next(iter(saved.values()))}")
+        for (function, kind), failures in classes.items():
+            _say(
+                f"mismatch class {function}: {kind}: {len(failures)} case(s), reproducer {saved[function, kind]}"
+            )
         _say(
             f"reproduce: refsim conformance --vectors {directory} --isa {target.isa} "
             f"--cpu {target.core.name}{library}"

@@ -137,14 +137,19 @@ def test_pad_adapter_generate_then_run_equals_the_kernel():
 def test_transpose_adapter_generate_then_run_equals_the_kernel():
     function = registry.get("arm_transpose_s8")
     rng = np.random.default_rng(4)
+    seen_unused: set[int] = set()
     for _ in range(20):
         arrays, params = function.generate(rng)
         assert set(function.params) <= set(params)
         shape = arrays["input"].shape
-        # Dims are left-aligned: the input shape first, then ones.
-        assert tuple(params[f"input_dims.{k}"] for k in "nhwc") == shape + (1,) * (4 - len(shape))
+        # Dims are left-aligned: the input shape first, then unused entries, all 1 or all 0.
+        dims = tuple(params[f"input_dims.{k}"] for k in "nhwc")
+        assert dims[: len(shape)] == shape and len(set(dims[len(shape) :])) <= 1
+        assert set(dims[len(shape) :]) <= {0, 1}
+        seen_unused.update(dims[len(shape) :])
         expected = transpose_s8(arrays["input"], tuple(params["permutations"]))
         np.testing.assert_array_equal(function.run(arrays, params), expected)
+    assert seen_unused == {0, 1}  # both fills CMSIS-NN callers use
     with pytest.raises(VectorError, match="output_dims"):
         function.run(arrays, dict(params, **{"output_dims.n": params["output_dims.n"] + 1}))
     with pytest.raises(VectorError, match="num_dims"):

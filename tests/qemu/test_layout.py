@@ -1,7 +1,8 @@
 """arm_pad_s8 and arm_transpose_s8 in kernels_c, bit-exact against kernels_py.layout on every
 core and tier.
 
-Cases: refsim's conformance generators (small 4-D pads, 2- to 4-D transposes), plus larger
+Cases: refsim's conformance generators (small 4-D pads, 1- to 4-D transposes whose unused
+trailing dims are 1 or 0), plus larger
 tensors for the 16-byte (MVE) copies and fills, pads with and without channel padding, 1-D
 copies, a 2-D identity (which CMSIS-NN would transpose: kernels_py and kernels_c copy), an
 innermost input stride past the 16-bit gather offsets, and the status codes:
@@ -66,11 +67,11 @@ def _pad_cases(rng: np.random.Generator) -> list[Golden]:
     return out
 
 
-def _transpose_params(shape, perm, out_shape=None) -> dict:
+def _transpose_params(shape, perm, out_shape=None, unused: int = 1) -> dict:
     out_shape = out_shape or tuple(shape[p] for p in perm)
     params = {"function": TRANSPOSE, "num_dims": len(shape), "permutations": list(perm)}
     for prefix, dims in (("input_dims", shape), ("output_dims", out_shape)):
-        for key, value in zip("nhwc", (*dims, 1, 1, 1, 1)[:4], strict=True):
+        for key, value in zip("nhwc", (*dims, *(unused,) * 4)[:4], strict=True):
             params[f"{prefix}.{key}"] = int(value)
     return params
 
@@ -82,6 +83,11 @@ def _transpose_cases(rng: np.random.Generator) -> list[Golden]:
         for perm in itertools.permutations(range(len(shape))):
             data = rng.integers(-128, 128, shape).astype(np.int8)
             out.append(golden(TRANSPOSE, {"input": data}, _transpose_params(shape, perm), f"{shape} {perm}"))
+    # Unused trailing dims 0, as CMSIS-NN's own unit tests pass them (it reads none of them).
+    for shape, perm in (((37,), (0,)), ((5, 9), (1, 0)), ((3, 17, 20), (2, 0, 1))):
+        data = rng.integers(-128, 128, shape).astype(np.int8)
+        params = _transpose_params(shape, perm, unused=0)
+        out.append(golden(TRANSPOSE, {"input": data}, params, f"{shape} {perm} unused dims 0"))
     # An innermost output axis whose input stride (10000) is past 16-bit gather offsets over 8 lanes.
     shape, perm = (20, 10000), (1, 0)
     data = rng.integers(-128, 128, shape).astype(np.int8)

@@ -102,6 +102,8 @@ def _edge_cases() -> list[VectorCase]:
         _pool("one_tap", avg, hw=(4, 5), c=24, k=(1, 1)),
         _pool("narrow_activation", avg, hw=(6, 6), c=17, k=(3, 3), pad=(1, 1), activation=(-5, 7)),
         _pool("max_batches", mx, hw=(7, 6), c=19, k=(3, 2), stride=(2, 2), pad=(1, 1), n=3),
+        _pool("avg_batches", avg, hw=(7, 6), c=19, k=(3, 2), stride=(2, 2), pad=(1, 1), n=3),
+        _pool("avg_batches_wide", avg, hw=(16, 16), c=9, k=(16, 16), n=2),
         _pool("max_one_tap", mx, hw=(3, 3), c=33, k=(1, 1)),
         _pool("max_narrow_activation", mx, hw=(6, 6), c=21, k=(2, 2), activation=(-3, 3)),
         _pool("max_all_min", mx, hw=(5, 5), c=18, k=(3, 3), pad=(1, 1), values="min"),

@@ -4,8 +4,9 @@
   ``pad_value``.
 * ``arm_transpose_s8``: ``input`` in its natural 2-, 3- or 4-D shape; params ``num_dims``,
   ``permutations`` (list of ``num_dims`` ints), ``input_dims.*`` and ``output_dims.*``
-  left-aligned as CMSIS-NN receives them (``[rows, cols]`` is ``{n: rows, h: cols, w: 1, c: 1}``;
-  the entries past ``num_dims`` are 1 here and ignored when read).
+  left-aligned as CMSIS-NN receives them (``[rows, cols]`` is ``{n: rows, h: cols, w: 1, c: 1}``);
+  CMSIS-NN reads no entry past ``num_dims``, so cases fill them with 1 or, as CMSIS-NN's own unit
+  tests do, 0, and the adapter ignores them.
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ def _left_aligned(params: Mapping[str, Any], prefix: str, num_dims: int) -> tupl
     return dims(params, prefix)[:num_dims]
 
 
-def _put_left_aligned(params: Params, prefix: str, shape: tuple[int, ...]) -> None:
-    for key, value in zip("nhwc", tuple(shape) + (1,) * (4 - len(shape)), strict=True):
+def _put_left_aligned(params: Params, prefix: str, shape: tuple[int, ...], unused: int = 1) -> None:
+    for key, value in zip("nhwc", tuple(shape) + (unused,) * (4 - len(shape)), strict=True):
         params[f"{prefix}.{key}"] = int(value)
 
 
@@ -94,13 +95,14 @@ def _run_transpose(arrays: Mapping[str, np.ndarray], params: Mapping[str, Any]) 
 
 
 def _generate_transpose(rng: np.random.Generator) -> tuple[Arrays, Params]:
-    num_dims = int(rng.integers(2, 5))
+    num_dims = int(rng.integers(1, 5))
     shape = tuple(int(v) for v in rng.integers(1, 5, size=num_dims))
     # CMSIS-NN's 2-D branch always transposes, so the 2-D identity is not a portable case.
     perm = [1, 0] if num_dims == 2 else [int(p) for p in rng.permutation(num_dims)]
     params: Params = {"function": TRANSPOSE, "num_dims": num_dims, "permutations": perm}
-    _put_left_aligned(params, "input_dims", shape)
-    _put_left_aligned(params, "output_dims", tuple(shape[p] for p in perm))
+    unused = int(rng.choice([0, 1]))
+    _put_left_aligned(params, "input_dims", shape, unused)
+    _put_left_aligned(params, "output_dims", tuple(shape[p] for p in perm), unused)
     return {"input": _int8_tensor(rng, shape)}, params
 
 

@@ -1,8 +1,9 @@
 """Conformance adapters for :mod:`kernels_py.pooling`: ``arm_avgpool_s8`` and ``arm_max_pool_s8``.
 
 One array, ``input`` [N,H,W,C]; params are ``cmsis_nn_pool_params`` fields, the window as
-``filter_dims.h``/``filter_dims.w`` and the input and output dims. ``arm_avgpool_s8`` reads one
-image (``input_dims->n`` is unused by the C function), so its cases have ``input_dims.n == 1``.
+``filter_dims.h``/``filter_dims.w`` and the input and output dims. Both C functions pool every
+image of ``input_dims.n`` (CMSIS-NN since v6.0.0; ``n < 1`` is its ARM_CMSIS_NN_ARG_ERROR), so cases
+draw ``n`` in 1..3.
 """
 
 from __future__ import annotations
@@ -34,17 +35,13 @@ PARAMS = (
 )
 
 
-def _runner(function: str, kernel: Callable[..., np.ndarray], single_image: bool):
+def _runner(function: str, kernel: Callable[..., np.ndarray]):
     def run(arrays: Mapping[str, np.ndarray], params: Mapping[str, Any]) -> np.ndarray:
         values = {key: param(params, key) for key in PARAMS}
         input_dims, output_dims = dims(params, "input_dims"), dims(params, "output_dims")
         if output_dims[0] != input_dims[0] or output_dims[3] != input_dims[3]:
             raise VectorError(
                 f"{function}: output dims {output_dims} do not match input dims {input_dims} in n, c"
-            )
-        if single_image and input_dims[0] != 1:
-            raise VectorError(
-                f"{function}: the C function reads one image (input_dims.n unused); got n={input_dims[0]}"
             )
         input = array(arrays, "input", np.int8, function)
         if input.size != int(np.prod(input_dims)):
@@ -79,7 +76,7 @@ def _axis(rng: np.random.Generator, k: int, stride: int, pad_mode: str):
     return size, pad, out
 
 
-def _generator(function: str, single_image: bool):
+def _generator(function: str):
     def generate(rng: np.random.Generator) -> tuple[Arrays, Params]:
         while True:
             pad_mode = str(rng.choice(["valid", "same", "explicit", "ceil", "global"]))
@@ -91,7 +88,7 @@ def _generator(function: str, single_image: bool):
             if row is None or col is None:
                 continue
             c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 33, 64]))
-            n = 1 if single_image else int(rng.integers(1, 4))
+            n = int(rng.integers(1, 4))
             taps = n * row[2] * col[2] * c * kh * kw
             if taps <= MAX_TAPS:
                 break
@@ -131,9 +128,9 @@ def _generator(function: str, single_image: bool):
     return generate
 
 
-for _name, _kernel, _single in (
-    (pooling.ARM_AVGPOOL_S8, pooling.avgpool_s8, True),
-    (pooling.ARM_MAX_POOL_S8, pooling.max_pool_s8, False),
+for _name, _kernel in (
+    (pooling.ARM_AVGPOOL_S8, pooling.avgpool_s8),
+    (pooling.ARM_MAX_POOL_S8, pooling.max_pool_s8),
 ):
     register(
         VectorFunction(
@@ -141,7 +138,7 @@ for _name, _kernel, _single in (
             family=FAMILY,
             arrays=ARRAYS,
             params=PARAMS,
-            run=_runner(_name, _kernel, _single),
-            generate=_generator(_name, _single),
+            run=_runner(_name, _kernel),
+            generate=_generator(_name),
         )
     )
