@@ -67,6 +67,7 @@ test-interop: venv-interop apt-deps
 pte-fixtures: venv-interop
 	$(IPY) tests/fixtures/pte/make_fixtures.py
 	$(IPY) tests/fixtures/pte/make_conv_fixtures.py
+	$(IPY) examples/models/make_models.py
 
 # hyperfine times whole `refsim run` processes (benchmarks/runtime.py falls back to subprocess timing).
 bench: venv

@@ -14,8 +14,10 @@ Writes, next to this script:
   calibration inputs and lowered by the cortex_m passes for Cortex-M55 (MVE). Inputs and
   outputs are int8 (QuantizeInputs/QuantizeOutputs: the programs carry ``forward_input0_*``
   and ``forward_output0_*`` constant methods with the quantization parameters).
-- ``kws_m4.pte``: KWS lowered for Cortex-M4 (DSP): same graph, but its fully connected layer
-  keeps the bias argument where the MVE lowering precomputes ``kernel_sum = -zp·Σw + bias``.
+- ``kws_m4.pte``, ``vww_m4.pte``, ``ic_m4.pte``, ``ad_m4.pte``: the same models, weights and
+  calibration lowered for Cortex-M4 (DSP): the same graphs, but every fully connected layer
+  keeps the bias argument where the MVE lowering precomputes ``kernel_sum = -zp·Σw + bias``,
+  and the scratch buffers are sized for the DSP kernels.
 - ``<name>.io.npz``: ``input0`` (one int8 input in logical NCHW / [N, F] shape) and
   ``output0``, what ExecuTorch's own Python evaluation of the lowered graph (the cortex_m
   ops' Python reference implementations, not CMSIS-NN exact) computes for it.
@@ -461,9 +463,7 @@ def main(argv: list[str] | None = None) -> int:
 
     summary_path = HERE / "models.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    jobs = [(name, name, "M55") for name in names]
-    if "kws" in names:
-        jobs.append(("kws_m4", "kws", "M4"))
+    jobs = [(name, name, "M55") for name in names] + [(f"{name}_m4", name, "M4") for name in names]
     for out_name, name, cpu in jobs:
         spec = MODELS[name]
         data, x, reference = export_cortex_m(spec, cpu)

@@ -35,6 +35,7 @@ from refsim.qemu.build import KERNELS_C, LINKER_TEMPLATE, Harness, _memory_defin
 from refsim.qemu.cores import COMMON_CFLAGS, Core, get_core
 from refsim.qemu.errors import BuildError, QemuError, ToolchainMissingError
 from refsim.qemu.toolchain import find_toolchain
+from refsim.qemu.v6m_build import BOARD_CODE
 
 #: Compiled into the harness for a library build: only public functions, never a tier variant.
 PUBLIC_API_ONLY = "-DRS_PUBLIC_API_ONLY=1"
@@ -210,7 +211,9 @@ def build_library_harness(
     ``RS_PUBLIC_API_ONLY`` after the generated :func:`library_prelude`, the library's
     ``Include/`` first on the include path) linked with the library: its CMake build when it has
     a ``CMakeLists.txt``, else every ``Source/**/*.c`` compiled with our flags. Returns the
-    harness and the functions its ELF defines. Cached like :func:`~refsim.qemu.build.build_harness`,
+    harness and the functions its ELF defines. The board's startup is compiled for the board's own
+    core (:func:`_board_object`), so a core model run on another core's board (cortex-m0plus on
+    the M3 board) builds. Cached like :func:`~refsim.qemu.build.build_harness`,
     under ``<core>-lib-<key>``, the key also hashing every source and CMake file of the library.
     """
     core = get_core(core) if isinstance(core, str) else core
@@ -265,6 +268,8 @@ def _build(
         "preprocessing the linker script",
     )
     ours = sorted(str(p) for d in ("boards", "harness") for p in (KERNELS_C / d).rglob("*.c"))
+    board_object, board_log = _board_object(core, flags, prelude, staging)
+    ours[ours.index(str(KERNELS_C / BOARD_CODE))] = str(board_object)
     if uses_cmake:
         library = cmake_build(core, kernels_dir, staging)
         (staging / "library_sources.txt").write_text("".join(f"{p}\n" for p in library.sources))
@@ -292,7 +297,34 @@ def _build(
         core,
         "building the harness with the library",
     )
-    (staging / "build.log").write_text(log)
+    (staging / "build.log").write_text(board_log + log)
+
+
+def _board_object(core: Core, flags: list[str], prelude: Path, staging: Path) -> tuple[Path, str]:
+    """``kernels_c/boards/startup.c`` compiled for the board's own core, as
+    :mod:`refsim.qemu.v6m_build` does for kernels_c: a core model run on another core's board
+    (cortex-m0plus: ARMv6-M code on the M3 board) has the board's startup, whose fault handler
+    and CCR/SHCSR set-up are v7-M only; it runs before and after the kernels, never between the
+    timing markers. For a core on its own board the flags are the same."""
+    board = get_core(core.name)  # the board's own core (cortex-m0plus runs on the cortex-m3 board)
+    board_flags = [*board.gcc_flags, *flags[len(core.gcc_flags) :]]  # flags = core's, then the rest
+    obj = staging / "startup.o"
+    log = _step(
+        [
+            str(find_toolchain().gcc),
+            *board_flags,
+            PUBLIC_API_ONLY,
+            "-include",
+            str(prelude),
+            "-c",
+            str(KERNELS_C / BOARD_CODE),
+            "-o",
+            str(obj),
+        ],
+        core,
+        f"compiling the board code for {board.name}",
+    )
+    return obj, log
 
 
 __all__ = [

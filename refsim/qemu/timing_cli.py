@@ -50,12 +50,7 @@ def _harness(model_name: str, target: Target) -> Harness:
     qcore = qemu_core_for(model)
     if qcore == target.core:
         return target.harness
-    if target.library is not None:
-        if model.arch == "armv6-m":
-            raise TimingError(
-                f"--count-cycles --cpu {model.name} with --kernels-dir: the library build for the "
-                "M3 board with ARMv6-M code is not implemented (kernels_c only)"
-            )
+    if target.library is not None:  # cortex-m0plus: ARMv6-M library and harness, the M3 board's startup
         return build_library_harness(qcore, target.library)[0]
     return harness_for(model)
 

@@ -369,11 +369,26 @@ def test_count_cycles_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], ti
     assert "corstone-300 is a cortex-m55 system" in " ".join(capsys.readouterr().err.split())
 
 
+@pytest.mark.parametrize(
+    ("cpu", "qemu_core", "mcpu"),
+    [
+        ("cortex-m4", "cortex-m4", "cortex-m4"),
+        ("cortex-m0plus", "cortex-m3", "cortex-m0plus"),
+    ],
+)
 def test_count_cycles_of_a_kernels_dir_library(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, timing: None
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    timing: None,
+    cpu: str,
+    qemu_core: str,
+    mcpu: str,
 ) -> None:
     """--kernels-dir: a stand-in library (kernels_c's sources laid out like CMSIS-NN) is timed on
-    its own build; the instructions agree with --count-instructions of the same run."""
+    its own build; the instructions agree with --count-instructions of the same run. On
+    cortex-m0plus the library and harness are ARMv6-M code on the M3 board, whose startup is
+    built for the M3 (it is v7-M only)."""
     import shutil
 
     from refsim.cli import main
@@ -386,7 +401,7 @@ def test_count_cycles_of_a_kernels_dir_library(
     args = [
         "conformance",
         "--cpu",
-        "cortex-m4",
+        cpu,
         "--kernels-dir",
         str(library),
         "--kernel",
@@ -396,7 +411,8 @@ def test_count_cycles_of_a_kernels_dir_library(
         main([*args, "--cases", "2", "--count-instructions", str(counts), "--count-cycles", str(cycles)]) == 0
     )
     timed, counted = json.loads(cycles.read_text()), json.loads(counts.read_text())
-    assert timed["library"] == str(library) and timed["core"] == "cortex-m4"
+    assert timed["library"] == str(library) and timed["core"] == cpu
+    assert timed["qemu_core"] == qemu_core and f"-mcpu={mcpu}" in timed["gcc_flags"]
     assert [r["instructions"] for r in timed["records"]] == [r["instructions"] for r in counted["records"]]
     assert all(r["cycles"] > r["instructions"] for r in timed["records"])
 

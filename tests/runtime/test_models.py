@@ -23,7 +23,8 @@ from refsim.pte import KernelCall, Null, load_program
 from refsim.runtime import Program, verify_plan
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
-MODELS = ("kws", "vww", "ic", "ad", "kws_m4")
+M55_MODELS = ("kws", "vww", "ic", "ad")
+MODELS = (*M55_MODELS, *(f"{name}_m4" for name in M55_MODELS))
 SUMMARY = json.loads((MODELS_DIR / "models.json").read_text())
 TOLERANCE_LSB = 2
 MIN_SHARE_WITHIN = 0.99
@@ -106,25 +107,49 @@ def test_runs_deterministically_and_near_executorch(name, record_property):
     )
 
 
-def test_m4_and_m55_programs_compute_the_same_bits():
-    """kws_m4 differs from kws only in the FC's form (bias for DSP, precomputed kernel_sum for
-    MVE) and in scratch sizes: the ISA tier must not change a single output bit."""
-    require_ops("kws")
-    x, _ = saved_io("kws")
-    (m55,) = Program.load(MODELS_DIR / "kws.pte").method("forward").execute([x])
-    (m4,) = Program.load(MODELS_DIR / "kws_m4.pte").method("forward").execute([x])
-    np.testing.assert_array_equal(m4, m55)
+@pytest.mark.parametrize("name", M55_MODELS)
+def test_m4_and_m55_programs_compute_the_same_bits(name):
+    """<name>_m4 differs from <name> only in the FC's form (bias for DSP, precomputed kernel_sum
+    for MVE) and in scratch sizes: the ISA tier must not change a single output bit, of the
+    program or of any call in it, on the saved input and on random ones."""
+    require_ops(name)
+    x0, _ = saved_io(name)
+    rng = np.random.default_rng(7)
+    inputs = [x0, *(rng.integers(-128, 128, x0.shape, dtype=np.int8) for _ in range(3))]
+    m55 = Program.load(MODELS_DIR / f"{name}.pte").method("forward")
+    m4 = Program.load(MODELS_DIR / f"{name}_m4.pte").method("forward")
+    for x in inputs:
+        a, b = call_outputs(m55, x), call_outputs(m4, x)
+        assert [op for op, _ in a] == [op for op, _ in b]
+        for k, ((op, u), (_, v)) in enumerate(zip(a, b, strict=True)):
+            np.testing.assert_array_equal(v, u, err_msg=f"{name}: call {k} ({op})")
 
 
-@pytest.mark.parametrize(("name", "bias", "kernel_sum"), [("kws", False, True), ("kws_m4", True, False)])
+def call_outputs(method, x: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """(op, output) of every kernel call, in execution order; the last is the program's output."""
+    got: list[tuple[str, np.ndarray]] = []
+
+    def hook(pc, call, phase):
+        if phase == "after":
+            got.append((call.op.name, method.values[call.arg_indices[-1]].logical.copy()))
+
+    method.execute([x], trace=hook)
+    return got
+
+
+@pytest.mark.parametrize(
+    ("name", "bias", "kernel_sum"),
+    [*((n, False, True) for n in M55_MODELS), *((f"{n}_m4", True, False) for n in M55_MODELS)],
+)
 def test_linear_kernel_sum_form_follows_the_target(name, bias, kernel_sum):
     plan = load_program(MODELS_DIR / f"{name}.pte").program.plan("forward")
-    (call,) = [
+    calls = [
         ins
         for ins in plan.chains[0].instructions
         if isinstance(ins, KernelCall)
         and plan.operators[ins.op_index].qualified_name == "cortex_m::quantized_linear.out"
     ]
-    # schema: input, weights, bias, kernel_sum, ...
-    assert (not isinstance(plan.values[call.args[2]], Null)) == bias
-    assert (not isinstance(plan.values[call.args[3]], Null)) == kernel_sum
+    assert len(calls) == SUMMARY[name]["operators"].count("cortex_m::quantized_linear.out") >= 1
+    for call in calls:  # schema: input, weights, bias, kernel_sum, ...
+        assert (not isinstance(plan.values[call.args[2]], Null)) == bias
+        assert (not isinstance(plan.values[call.args[3]], Null)) == kernel_sum
