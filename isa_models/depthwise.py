@@ -18,6 +18,9 @@ inside the input — the kernels skip padding — and λ channels per pass from
     ch_mult > 1 runs other loops (each input channel's outputs as one run), so its passes are
     features of their own: runs = T·C_IN, blocks_mult = T·C_IN·⌊m/λ⌋ (MVE: T·⌈C/λ⌉),
     tail_mult = T·C_IN·(m mod λ)
+    macs_valid = T·C                     one MAC per output and valid tap (a plain loop)
+    MVE also: im2col_bytes = T·C_IN, im2col_pad = (P·KH·KW − T)·C_IN, nominal_blocks =
+    ⌈P/4⌉·⌈C/4⌉·KH·KW (CMSIS-NN's _opt runs every tap of 4 pixels' im2col columns)
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 """
@@ -82,7 +85,14 @@ def _features(p: Params, tier: str) -> Features:
         "runs": 0.0,
         "blocks_mult": 0.0,
         "tail_mult": 0.0,
+        "macs_valid": float(taps * o.c),
     }
+    if tier == "mve":  # CMSIS-NN's MVE _opt: im2col of 4 pixels' windows (padding zero-filled), then
+        # 4-channel passes over every tap of the window, padded or not
+        window = f.h * f.w
+        features["im2col_bytes"] = float(taps * i.c)
+        features["im2col_pad"] = float((pixels * window - taps) * i.c)
+        features["nominal_blocks"] = float(ceil_div(pixels, 4) * ceil_div(o.c, lanes) * window)
     if tier == "mve" and mult == 1:  # 8 channels per pass in int16 lanes, then 4-lane int32 passes
         features["blocks"] = float(taps * (o.c // 8))
         features["c_tail"] = float(taps * ceil_div(o.c % 8, lanes))

@@ -86,7 +86,9 @@ def _check_positive_shape(function: str, argument: str, array: np.ndarray) -> No
 def _check_matrices(function: str, input: np.ndarray, filter: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     input = check_int8(function, "input", input, ndim=2)
     filter = check_int8(function, "filter", filter, ndim=2)
-    _check_positive_shape(function, "input", input)
+    # An empty batch (N = 0) is a call CMSIS-NN accepts: it computes no row. K must be positive.
+    if input.shape[1] == 0:
+        raise KernelArgumentError(function, "input", "[N, K] with K >= 1", f"shape {input.shape}")
     _check_positive_shape(function, "filter", filter)
     if filter.shape[1] != input.shape[1]:
         raise KernelArgumentError(

@@ -48,8 +48,9 @@ _FUNCTION = "softmax_s8"
 
 def _check(input: np.ndarray, mult: int, shift: int, diff_min: int) -> np.ndarray:
     data = check_int8(_FUNCTION, "input", input)
-    if data.ndim < 1 or data.size == 0:
-        raise KernelArgumentError(_FUNCTION, "input", "at least 1-D and non-empty", f"shape {data.shape}")
+    # No rows (num_rows 0) is a call CMSIS-NN accepts: it computes nothing. A row is never empty.
+    if data.ndim < 1 or data.shape[-1] == 0 or (data.size == 0 and data.ndim < 2):
+        raise KernelArgumentError(_FUNCTION, "input", "at least 1-D with rows of >= 1", f"shape {data.shape}")
     for name, value in (("mult", mult), ("shift", shift), ("diff_min", diff_min)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise KernelArgumentError(_FUNCTION, name, "an integer", type(value).__name__)

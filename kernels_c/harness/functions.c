@@ -141,7 +141,8 @@ static uint16_t check_fc(const rs_case *c, uint32_t *output_bytes, uint32_t *scr
     const int32_t batches = p[FC_BATCHES];
     const int32_t depth = p[FC_DEPTH];
     const int32_t rows = p[FC_ROWS];
-    if (batches < 1 || depth < 1 || rows < 1 || batches > 0xFFFF || depth > 0xFFFF || rows > 0xFFFF)
+    /* batches 0 (an empty batch) is a call CMSIS-NN accepts: it runs no row. */
+    if (batches < 0 || depth < 1 || rows < 1 || batches > 0xFFFF || depth > 0xFFFF || rows > 0xFFFF)
     {
         return RS_CASE_BAD_ARGS;
     }

@@ -75,7 +75,8 @@ uint16_t rs_check_softmax(const rs_case *c, uint32_t *output_bytes, uint32_t *sc
 {
     const int32_t rows = c->params[0];
     const int32_t size = c->params[1];
-    if (rows < 1 || size < 1 || rows > 0xFFFF || size > 0xFFFF || c->count[0] != (uint32_t)rows * (uint32_t)size)
+    /* num_rows 0 is a call CMSIS-NN accepts (it runs no row). */
+    if (rows < 0 || size < 1 || rows > 0xFFFF || size > 0xFFFF || c->count[0] != (uint32_t)rows * (uint32_t)size)
     {
         return RS_CASE_BAD_ARGS;
     }
@@ -245,7 +246,7 @@ uint16_t rs_check_fully_connected_per_channel(const rs_case *c, uint32_t *output
     const int32_t batches = p[FCPC_BATCHES];
     const int32_t depth = p[FCPC_DEPTH];
     const int32_t rows = p[FCPC_ROWS];
-    if (batches < 1 || depth < 1 || rows < 1 || batches > 0xFFFF || depth > 0xFFFF || rows > 0xFFFF)
+    if (batches < 0 || depth < 1 || rows < 1 || batches > 0xFFFF || depth > 0xFFFF || rows > 0xFFFF)
     {
         return RS_CASE_BAD_ARGS;
     }

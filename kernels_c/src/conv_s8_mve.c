@@ -24,36 +24,6 @@
 #if RS_HAVE_MVE
     #include "support/nn_mve.h"
 
-/** n bytes from src to dst: whole vectors, then one predicated tail (no VPT block in the loop). */
-static inline void copy_s8(int8_t *dst, const int8_t *src, int32_t n)
-{
-    int32_t i = 0;
-    for (; i + 16 <= n; i += 16)
-    {
-        vst1q_s8(dst + i, vld1q_s8(src + i));
-    }
-    if (i < n)
-    {
-        const mve_pred16_t p = vctp8q((uint32_t)(n - i));
-        vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, p), p);
-    }
-}
-
-/** n bytes of value at dst, as copy_s8. */
-static inline void fill_s8(int8_t *dst, int8_t value, int32_t n)
-{
-    const int8x16_t v = vdupq_n_s8(value);
-    int32_t i = 0;
-    for (; i + 16 <= n; i += 16)
-    {
-        vst1q_s8(dst + i, v);
-    }
-    if (i < n)
-    {
-        vstrbq_p_s8(dst + i, v, vctp8q((uint32_t)(n - i)));
-    }
-}
-
 /** One output pixel of group g as an int8 column; padding taps hold -offset. A filter row that lies
  * wholly inside an ungrouped input is one contiguous copy. */
 static void im2col_s8(const rs_conv_shape *s, const int8_t *in_b, int32_t oy, int32_t ox, int32_t g, int32_t offset,
@@ -70,11 +40,11 @@ static void im2col_s8(const rs_conv_shape *s, const int8_t *in_b, int32_t oy, in
         const int8_t *row = rs_conv_row(s, in_b, y0 + ky * s->dil_h, g);
         if (row == NULL)
         {
-            fill_s8(col, pad, row_bytes);
+            nn_fill_s8_mve(col, pad, row_bytes);
         }
         else if (contiguous)
         {
-            copy_s8(col, row + x0 * s->in_c, row_bytes);
+            nn_copy_s8_mve(col, row + x0 * s->in_c, row_bytes);
         }
         else
         {
@@ -83,11 +53,11 @@ static void im2col_s8(const rs_conv_shape *s, const int8_t *in_b, int32_t oy, in
                 const int8_t *px = rs_conv_row_pixel(s, row, x0 + kx * s->dil_w);
                 if (px != NULL)
                 {
-                    copy_s8(col + kx * n, px, n);
+                    nn_copy_s8_mve(col + kx * n, px, n);
                 }
                 else
                 {
-                    fill_s8(col + kx * n, pad, n);
+                    nn_fill_s8_mve(col + kx * n, pad, n);
                 }
             }
         }

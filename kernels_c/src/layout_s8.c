@@ -72,33 +72,9 @@ static void lay_gather_scalar(int8_t *dst, const int8_t *src, int32_t stride, in
 }
 
 #if RS_HAVE_MVE
-static void lay_fill_mve(int8_t *dst, int8_t value, int32_t count)
-{
-    const int8x16_t v = vdupq_n_s8(value);
-    int32_t j = 0;
-    for (; j + 16 <= count; j += 16)
-    {
-        vst1q_s8(dst + j, v);
-    }
-    if (j < count)
-    {
-        vstrbq_p_s8(dst + j, v, vctp8q((uint32_t)(count - j)));
-    }
-}
+static void lay_fill_mve(int8_t *dst, int8_t value, int32_t count) { nn_fill_s8_mve(dst, value, count); }
 
-static void lay_copy_mve(int8_t *dst, const int8_t *src, int32_t count)
-{
-    int32_t j = 0;
-    for (; j + 16 <= count; j += 16)
-    {
-        vst1q_s8(dst + j, vld1q_s8(src + j));
-    }
-    if (j < count)
-    {
-        const mve_pred16_t p = vctp8q((uint32_t)(count - j));
-        vstrbq_p_s8(dst + j, vldrbq_z_s8(src + j, p), p);
-    }
-}
+static void lay_copy_mve(int8_t *dst, const int8_t *src, int32_t count) { nn_copy_s8_mve(dst, src, count); }
 
 static void lay_gather_mve(int8_t *dst, const int8_t *src, int32_t stride, int32_t count)
 {

@@ -5,8 +5,9 @@ and through the golden model, bit for bit.
   batch loop (v6.0.0 and later);
 - ``arm_transpose_s8``: ``num_dims`` 1..4 with the unused trailing dims 1 or 0 (CMSIS-NN reads
   none of them; its own unit tests pass 0);
-- zero sizes: ``block_size`` 0 for the elementwise functions and ``size`` 0 for ReLU6 (CMSIS-NN
-  writes nothing and returns ARM_CMSIS_NN_SUCCESS).
+- zero sizes: ``block_size`` 0 (elementwise), ``size`` 0 (ReLU6), ``num_rows`` 0 (softmax), an
+  empty batch ``input_dims.n`` 0 (fully connected): CMSIS-NN writes nothing and returns
+  ARM_CMSIS_NN_SUCCESS.
 
 One hypothesis example is a list of such calls run on one sampled core in ONE QEMU start.
 """
@@ -88,13 +89,24 @@ def transposes(draw: st.DrawFn) -> Call:
     return Call(TRANSPOSE, {"input": data}, params, f"transpose {shape} {perm} unused={unused}")
 
 
+#: Zero-size calls: the size params set to 0, and which arrays become empty.
+ZERO_SIZES: dict[str, tuple[dict[str, int], tuple[str, ...]]] = {
+    "arm_elementwise_add_s8": ({"block_size": 0}, ("input_1", "input_2")),
+    "arm_elementwise_mul_s8": ({"block_size": 0}, ("input_1", "input_2")),
+    "arm_relu6_s8": ({"size": 0}, ("input",)),
+    "arm_softmax_s8": ({"num_rows": 0}, ("input",)),
+    "arm_fully_connected_s8": ({"input_dims.n": 0, "output_dims.n": 0}, ("input",)),
+    "arm_fully_connected_per_channel_s8": ({"input_dims.n": 0, "output_dims.n": 0}, ("input",)),
+}
+
+
 @st.composite
 def zero_sizes(draw: st.DrawFn) -> Call:
-    function = draw(st.sampled_from(["arm_elementwise_add_s8", "arm_elementwise_mul_s8", "arm_relu6_s8"]))
+    function = draw(st.sampled_from(sorted(ZERO_SIZES)))
     arrays, params = registry.get(function).generate(np.random.default_rng(draw(st.integers(0, 1000))))
-    size_key = "size" if function == "arm_relu6_s8" else "block_size"
-    empty = {k: v.reshape(-1)[:0] for k, v in arrays.items()}
-    return Call(function, empty, {**params, size_key: 0}, f"{function} {size_key}=0")
+    sizes, emptied = ZERO_SIZES[function]
+    arrays = {k: (v[:0] if k in emptied else v) for k, v in arrays.items()}
+    return Call(function, arrays, {**params, **sizes}, f"{function} {sizes}")
 
 
 @settings(max_examples=12)

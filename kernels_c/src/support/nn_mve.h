@@ -39,4 +39,31 @@ static inline int32x4_t nn_clamp_mve(int32x4_t v, int32_t lo, int32_t hi)
     return vminq_s32(vmaxq_s32(v, vdupq_n_s32(lo)), vdupq_n_s32(hi));
 }
 
+/* Fill and copy as tail-predicated low-overhead loops: WLSTP.8 loads LR with the byte count (and
+ * skips the loop when it is 0), each pass stores min(16, remaining) bytes, LETP loops while bytes
+ * remain: two instructions per 16 bytes for a fill, three for a copy, no scalar tail. */
+static inline void nn_fill_s8_mve(int8_t *dst, int8_t value, int32_t count)
+{
+    __asm volatile("   vdup.8      q0, %[value]          \n"
+                   "   wlstp.8     lr, %[count], 1f      \n"
+                   "2: vstrb.8     q0, [%[dst]], #16     \n"
+                   "   letp        lr, 2b                \n"
+                   "1:                                   \n"
+                   : [dst] "+r"(dst)
+                   : [value] "r"((int32_t)value), [count] "r"(count)
+                   : "q0", "lr", "memory");
+}
+
+static inline void nn_copy_s8_mve(int8_t *dst, const int8_t *src, int32_t count)
+{
+    __asm volatile("   wlstp.8     lr, %[count], 1f      \n"
+                   "2: vldrb.8     q0, [%[src]], #16     \n"
+                   "   vstrb.8     q0, [%[dst]], #16     \n"
+                   "   letp        lr, 2b                \n"
+                   "1:                                   \n"
+                   : [dst] "+r"(dst), [src] "+r"(src)
+                   : [count] "r"(count)
+                   : "q0", "lr", "memory");
+}
+
 #endif /* RS_NN_MVE_H */
