@@ -19,6 +19,7 @@ from the registry.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,10 +77,26 @@ class OpDef:
     scratch: Callable[[Args, str], int] | None = None
     portable_fallback: bool = False
     doc: str = field(default="")
+    #: Each output element depends only on the same element of the inputs, read before it is
+    #: written, so the device computes the same with ``out`` on its first tensor argument's
+    #: bytes (the in-place aliasing ExecuTorch's reinplace pass plans; see runtime/plan.py).
+    in_place_safe: bool = False
+    #: How the device departs from the operator's definition for these arguments, or None
+    #: (see refsim.ops.divergence): returns the divergences of one bound call.
+    divergences: Callable[[Args], list] | None = None
 
     @property
     def name(self) -> str:
         return self.schema.qualified_name
+
+    @property
+    def written_args(self) -> tuple[int, ...]:
+        """Positions of the schema arguments the kernel writes: its outs and its scratch buffers."""
+        return tuple(
+            k
+            for k, a in enumerate(self.schema.args)
+            if a.is_out or (a.name == "scratch" or a.name.endswith("_scratch"))
+        )
 
     def kernel_name(self, args: Args, isa: str = "mve") -> str:
         if self.kernel is None:
@@ -117,6 +134,7 @@ def register(
     *,
     kernel: str | Callable[[Args, str], str] | None = None,
     portable_fallback: bool = False,
+    in_place_safe: bool = False,
 ) -> Callable[[Callable[[Args], None]], OpDef]:
     """Decorator: register ``fn`` as the implementation of the op ``schema`` describes."""
     parsed = parse_schema(schema)
@@ -125,7 +143,12 @@ def register(
         if parsed.qualified_name in _REGISTRY:
             raise RuntimeError(f"operator {parsed.qualified_name} registered twice")
         op = OpDef(
-            parsed, fn, kernel=kernel, portable_fallback=portable_fallback, doc=(fn.__doc__ or "").strip()
+            parsed,
+            fn,
+            kernel=kernel,
+            portable_fallback=portable_fallback,
+            doc=(fn.__doc__ or "").strip(),
+            in_place_safe=in_place_safe,
         )
         _REGISTRY[parsed.qualified_name] = op
         return op
@@ -138,7 +161,7 @@ def alias(name: str, op: OpDef, schema: str) -> OpDef:
     parsed = parse_schema(schema)
     if parsed.qualified_name != name:
         raise RuntimeError(f"alias {name} does not match its schema {parsed.qualified_name}")
-    twin = OpDef(parsed, op.run, op.kernel, op.validate, op.macs, op.scratch, op.portable_fallback, op.doc)
+    twin = dataclasses.replace(op, schema=parsed)
     _REGISTRY[name] = twin
     return twin
 
