@@ -34,6 +34,10 @@ def run(
     method_name: Annotated[str, typer.Option("--method", help="Method to run.")] = "forward",
     isa: Annotated[str, typer.Option("--isa", help="Tier for kernel choice: scalar, dsp or mve.")] = "mve",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the outputs line.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Refuse (exit 2) a program whose device result departs from its ops."),
+    ] = False,
 ) -> None:
     """Run MODEL.pte's method in its planned arenas with the golden kernels."""
     from refsim.runtime import Program
@@ -43,6 +47,10 @@ def run(
         raise RefsimError(f"--isa must be one of {', '.join(ISAS)}, got {isa!r}")
     program = Program.load(model)
     method = program.method(method_name)
+    found = method.divergences(isa)
+    if strict and found:
+        more = f" (and {len(found) - 1} more; see refsim inspect)" if len(found) > 1 else ""
+        raise RefsimError(f"--strict: the device departs from the operator: {found[0]}{more}")
     values = _inputs(program, method, inputs, seed)
 
     timings: dict[int, float] = {}
@@ -81,6 +89,7 @@ def run(
             "constant_bytes": constant_bytes(program),
         },
         "outputs": [],
+        "divergences": [d.as_dict() for d in found],
     }
     arrays = {}
     for k, out in enumerate(results):

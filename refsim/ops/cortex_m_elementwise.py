@@ -34,6 +34,7 @@ import numpy as np
 from kernels_py import activation, elementwise
 from kernels_py.elementwise import cmsis_minmax_broadcast_is_exact
 from kernels_py.fixedpoint import ADD_LEFT_SHIFT
+from refsim.ops.divergence import Divergence
 from refsim.ops.registry import Args, register
 from refsim.pte.model import ScalarType
 from refsim.runtime.tensor import TensorRef
@@ -123,8 +124,10 @@ def warn_layout(a: Args, names: Sequence[str], assumption: str) -> None:
     found = ", ".join(
         f"{n} {list(getattr(a, n).sizes)} dim_order {list(getattr(a, n).dim_order)}" for n in names
     )
+    reason = f"the kernel assumes {assumption}, but {found}"
+    a.divergences.append(Divergence(a.op, a.instruction, "layout", tuple(names), reason))
     warnings.warn(
-        f"{a.op} (instruction {a.instruction}): the kernel assumes {assumption}, but {found}; "
+        f"{a.op} (instruction {a.instruction}): {reason}; "
         "refsim computes what the device computes, which is not the operator's result",
         LayoutWarning,
         stacklevel=3,

@@ -40,7 +40,7 @@ class Args:
     values; lists are tuples; a Null is None. ``state`` is the op's own prepared data.
     """
 
-    __slots__ = ("_names", "_values", "instruction", "op", "state")
+    __slots__ = ("_names", "_values", "divergences", "instruction", "op", "state")
 
     def __init__(self, op: str, instruction: int, names: tuple[str, ...], values: list[Any]) -> None:
         self.op = op
@@ -50,6 +50,9 @@ class Args:
         #: Per-call state an op prepares once (at load or first run) and reuses: views,
         #: parameter structs. The runtime never reads it.
         self.state: Any = None
+        #: `refsim.ops.divergence.Divergence`s the validator found (the device computes
+        #: something other than the op for these arguments).
+        self.divergences: list = []
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -81,9 +84,10 @@ class OpDef:
     #: written, so the device computes the same with ``out`` on its first tensor argument's
     #: bytes (the in-place aliasing ExecuTorch's reinplace pass plans; see runtime/plan.py).
     in_place_safe: bool = False
-    #: How the device departs from the operator's definition for these arguments, or None
-    #: (see refsim.ops.divergence): returns the divergences of one bound call.
-    divergences: Callable[[Args], list] | None = None
+    #: Divergences that depend on the ISA the program runs on (see refsim.ops.divergence):
+    #: ``divergences(args, isa) -> list[Divergence]``; those that do not are recorded by the
+    #: validator in ``args.divergences``.
+    divergences: Callable[[Args, str], list] | None = None
 
     @property
     def name(self) -> str:
