@@ -47,7 +47,7 @@ def main() -> int:
     seconds = time.perf_counter() - t0
     summary = campaign.summary()
     later = Counter(
-        re.sub(r"\d+", "N", et_load_method_reason(v.et) or "")
+        re.sub(r"\d+", "N", et_load_method_reason(v.et, v.kernels_missing) or "")
         for v in campaign.verdicts
         if v.kind.endswith("at load_method")
     )

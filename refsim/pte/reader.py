@@ -279,7 +279,8 @@ def _decode_program(t: Table) -> tuple[m.Program, dict]:
         version=t.scalar(P.version, "u32", "version"),
         execution_plan=tuple(_plan(p) for p in plans),
         backend_delegate_data=tuple(
-            bytes(_required(d.bytes_view(S.BackendDelegateInlineData.data, "data"), join(d.path, "data")))
+            # absent data reads as empty: ExecuTorch checks it only when a delegate uses it
+            bytes(d.bytes_view(S.BackendDelegateInlineData.data, "data") or b"")
             for d in t.tables(P.backend_delegate_data, "backend_delegate_data") or ()
         ),
         mutable_data_segments=tuple(

@@ -200,7 +200,6 @@ PROGRAM_CASES = {
         _with_plan(delegates=(BackendDelegate("X", DataLocation.SEGMENT, 2),)),
         f"{P}.delegates[0].processed.index",
     ),
-    "duplicate method": (replace(PROGRAM, execution_plan=(PLAN, PLAN)), "execution_plan[1].name"),
     "named data segment": (
         replace(PROGRAM, named_data=(NamedData("lut", 2),)),
         "named_data[0].segment_index",
@@ -377,3 +376,12 @@ def test_constant_offsets_inside_their_segment():
 def test_dynamic_unbound_tensors_are_accepted():
     program = _with_value(9, replace(VALUES[9], shape_dynamism=ShapeDynamism.DYNAMIC_UNBOUND))
     assert load_program(write_program(program, CONSTANTS, segments=SEGMENTS)).program == program
+
+
+def test_a_repeated_method_name_loads_and_names_the_first_plan():
+    """ExecuTorch's loader accepts two plans of one name; its get_execution_plan finds the first."""
+    second = replace(PLAN, inputs=())
+    pf = load_program(
+        write_program(replace(PROGRAM, execution_plan=(PLAN, second)), CONSTANTS, segments=SEGMENTS)
+    )
+    assert pf.program.plan(PLAN.name) == PLAN
