@@ -66,6 +66,7 @@ def inspect(
                     "offset": p.start,
                     "bytes": p.end - p.start,
                     "live": [p.first_use, p.last_use],
+                    "alias_of": p.alias_of,
                 }
                 for p in method.placements
             ],
