@@ -351,11 +351,12 @@ def _plan(t: Table) -> m.ExecutionPlan:
 
 def _method_name(t: Table) -> str:
     """The plan's name, which must be UTF-8: executorch.runtime's Program decodes every
-    method name when it loads a program, so it refuses a file with any other."""
+    method name when it loads a program, so it refuses a file with any other. ExecuTorch
+    reads it as a C string, so a NUL ends it."""
     path = join(t.path, "name")
-    name = _required(t.string(S.ExecutionPlan.name, "name"), path)
+    name = _required(t.string(S.ExecutionPlan.name, "name"), path).split("\x00", 1)[0]
     if "\\x" in name:
-        raw = bytes(t.bytes_view(S.ExecutionPlan.name, "name") or b"")
+        raw = bytes(t.bytes_view(S.ExecutionPlan.name, "name") or b"").split(b"\x00", 1)[0]
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError as e:

@@ -80,6 +80,8 @@ def validate_program(program: Program, sources: DataSources) -> None:
     # (like `Program.plan`) returns the first.
     for i, plan in enumerate(program.execution_plan):
         path = f"execution_plan[{i}]"
+        if "\x00" in plan.name:
+            raise ProgramError("contains a NUL (ExecuTorch reads method names as C strings)", f"{path}.name")
         _check_plan(plan, program, sources, path)
     keys: set[str] = set()
     for i, entry in enumerate(program.named_data):
