@@ -40,6 +40,7 @@ def inspect(
     from refsim.runtime import Program
     from refsim.runtime.describe import (
         constant_bytes,
+        divergences,
         io_quantization,
         method_ops,
         operator_counts,
@@ -73,6 +74,7 @@ def inspect(
             macs=sum(o["macs"] for o in ops),
             arena_bytes={str(i): size for i, size in enumerate(plan.non_const_buffer_sizes) if i > 0},
             scratch_bytes=scratch_bytes(method),
+            divergences=divergences(method, isa),
             memory_plan=[
                 {
                     "value": p.value,
@@ -80,6 +82,7 @@ def inspect(
                     "offset": p.start,
                     "bytes": p.end - p.start,
                     "live": [p.first_use, p.last_use],
+                    "alias_of": p.alias_of,
                 }
                 for p in method.placements
             ],
@@ -169,5 +172,17 @@ def _print(report: dict, isa: str) -> None:
                     mtext,
                 )
         console.print(io)
+        if meth["divergences"]:
+            dv = Table(
+                "#", "operator", "kind", "arguments", f"why the device ({isa}) departs from the operator"
+            )
+            for d in meth["divergences"]:
+                dv.add_row(str(d["instruction"]), d["op"], d["kind"], ", ".join(d["arguments"]), d["reason"])
+            console.print(
+                f"[bold]{len(meth['divergences'])} device divergence(s)[/] (refsim run --strict refuses them):"
+            )
+            console.print(dv)
+        else:
+            console.print(f"no device divergences on {isa}")
     if constants:
         console.print("constant methods: " + ", ".join(f"{c['name']}={c['constant']}" for c in constants))

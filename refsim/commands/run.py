@@ -52,6 +52,10 @@ def run(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="With --estimate-cycles: per-op cycle bar chart (PNG).")
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Refuse (exit 2) a program whose device result departs from its ops."),
+    ] = False,
 ) -> None:
     """Run MODEL.pte's method in its planned arenas with the golden kernels."""
     from refsim.runtime import Program
@@ -81,6 +85,10 @@ def run(
         from refsim.runtime.estimate import exported_tier
 
         isa = exported_tier(method) or "mve"
+    found = method.divergences(isa)
+    if strict and found:
+        more = f" (and {len(found) - 1} more; see refsim inspect)" if len(found) > 1 else ""
+        raise RefsimError(f"--strict: the device departs from the operator: {found[0]}{more}")
     values = _inputs(program, method, inputs, seed)
 
     timings: dict[int, float] = {}
@@ -124,6 +132,7 @@ def run(
             "constant_bytes": constant_bytes(program),
         },
         "outputs": [],
+        "divergences": [d.as_dict() for d in found],
     }
     if estimate is not None:
         from refsim.runtime.estimate import report_fields

@@ -65,6 +65,7 @@ from kernels_py.types import (
     Tile,
     TransposeConvParams,
 )
+from refsim.ops.divergence import Divergence
 from refsim.ops.registry import Args, alias, register
 from refsim.pte.model import ScalarType
 from refsim.runtime.tensor import TensorRef
@@ -590,6 +591,28 @@ def _linear_macs(a: Args) -> int:
 @quantized_linear.scratch_bytes
 def _linear_scratch(a: Args, isa: str) -> int:
     return 0  # the MVE kernel sums are a constant tensor (kernel_sum), not scratch
+
+
+def _linear_divergences(a: Args, isa: str) -> list[Divergence]:
+    """arm_fully_connected_s8 reads ``ctx.buf`` (the kernel sums) on MVE only, the bias on
+    scalar/DSP only (CMSIS-NN Source/FullyConnectedFunctions/arm_fully_connected_s8.c)."""
+    if a.kernel_sum is not None and isa != "mve":
+        reason = (
+            f"kernel_sum (an MVE export's bias - input_zp·Σw) is CMSIS-NN's ctx.buf, which the {isa} "
+            "arm_fully_connected_s8 ignores; with no bias tensor that build leaves the bias out "
+            "(refsim computes the MVE form the program carries)"
+        )
+        return [Divergence(a.op, a.instruction, "ignored_argument", ("kernel_sum", "bias"), reason)]
+    if a.kernel_sum is None and isa == "mve":
+        reason = (
+            "no kernel_sum: CMSIS-NN's MVE arm_fully_connected_s8 returns ARM_CMSIS_NN_ARG_ERROR "
+            "when ctx.buf is NULL (refsim computes the bias form the program carries)"
+        )
+        return [Divergence(a.op, a.instruction, "device_error", ("kernel_sum",), reason)]
+    return []
+
+
+quantized_linear.divergences = _linear_divergences
 
 
 # --- quantized_batch_matmul --------------------------------------------------------------------------

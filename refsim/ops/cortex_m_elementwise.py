@@ -34,6 +34,7 @@ import numpy as np
 from kernels_py import activation, elementwise
 from kernels_py.elementwise import cmsis_minmax_broadcast_is_exact
 from kernels_py.fixedpoint import ADD_LEFT_SHIFT
+from refsim.ops.divergence import Divergence
 from refsim.ops.registry import Args, register
 from refsim.pte.model import ScalarType
 from refsim.runtime.tensor import TensorRef
@@ -123,8 +124,10 @@ def warn_layout(a: Args, names: Sequence[str], assumption: str) -> None:
     found = ", ".join(
         f"{n} {list(getattr(a, n).sizes)} dim_order {list(getattr(a, n).dim_order)}" for n in names
     )
+    reason = f"the kernel assumes {assumption}, but {found}"
+    a.divergences.append(Divergence(a.op, a.instruction, "layout", tuple(names), reason))
     warnings.warn(
-        f"{a.op} (instruction {a.instruction}): the kernel assumes {assumption}, but {found}; "
+        f"{a.op} (instruction {a.instruction}): {reason}; "
         "refsim computes what the device computes, which is not the operator's result",
         LayoutWarning,
         stacklevel=3,
@@ -199,6 +202,7 @@ def _validate_qparams(a: Args, zero_points: Sequence[str], mults: Sequence[str],
     "int output_multiplier, int output_shift, int activation_min, int activation_max, *, Tensor(a!) out) "
     "-> Tensor(a!)",
     kernel=elementwise.ADD_S8,
+    in_place_safe=True,
 )
 def quantized_add(a: Args) -> None:
     """``arm_elementwise_add_s8`` with ``input_offset = -zero_point``, ``left_shift = 20``.
@@ -247,6 +251,7 @@ def _validate_add(a: Args) -> None:
     "cortex_m::quantized_mul.out(Tensor self, int self_zero_point, Tensor other, int other_zero_point, "
     "int output_zero_point, int output_multiplier, int output_shift, *, Tensor(a!) out) -> Tensor(a!)",
     kernel=elementwise.MUL_S8,
+    in_place_safe=True,
 )
 def quantized_mul(a: Args) -> None:
     """``arm_elementwise_mul_s8``: ``(x - zp1) * (y - zp2)`` requantized once, activation
@@ -345,7 +350,8 @@ def quantized_div(
 
 @register(
     "cortex_m::quantized_div.out(Tensor self, int self_zero_point, Tensor other, int other_zero_point, "
-    "int output_zero_point, float output_scale, *, Tensor(a!) out) -> Tensor(a!)"
+    "int output_zero_point, float output_scale, *, Tensor(a!) out) -> Tensor(a!)",
+    in_place_safe=True,
 )
 def quantized_div_op(a: Args) -> None:
     """ExecuTorch's float32 division loop (not a CMSIS-NN function); see
@@ -432,6 +438,7 @@ def _validate_extremum(a: Args) -> None:
 @register(
     "cortex_m::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     kernel=elementwise.MAXIMUM_S8,
+    in_place_safe=True,
 )
 def maximum(a: Args) -> None:
     """``arm_maximum_s8`` with dims from the logical sizes (numpy broadcasting, no rounding)."""
@@ -441,6 +448,7 @@ def maximum(a: Args) -> None:
 @register(
     "cortex_m::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
     kernel=elementwise.MINIMUM_S8,
+    in_place_safe=True,
 )
 def minimum(a: Args) -> None:
     """``arm_minimum_s8`` with dims from the logical sizes (numpy broadcasting, no rounding)."""
@@ -454,7 +462,10 @@ minimum.validator(_validate_extremum)
 # --- quantized_activation (256-entry LUT) ------------------------------------------------------
 
 
-@register("cortex_m::quantized_activation.out(Tensor input, Tensor lut, *, Tensor(a!) out) -> Tensor(a!)")
+@register(
+    "cortex_m::quantized_activation.out(Tensor input, Tensor lut, *, Tensor(a!) out) -> Tensor(a!)",
+    in_place_safe=True,
+)
 def quantized_activation(a: Args) -> None:
     """ExecuTorch's own table lookup ``out[i] = lut[(uint8_t)(in[i] + 128)]`` over ``numel``
     bytes (sigmoid, tanh, silu, gelu, log*, sqrt, rsqrt: the table holds the numerics)."""

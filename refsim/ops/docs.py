@@ -81,6 +81,13 @@ def render(ops: dict[str, OpDef] | None = None) -> str:
         "cortex_m op ExecuTorch computes without CMSIS-NN. **validator**: arguments are checked at",
         "load, so execution can trust them. **MACs** and **scratch**: the op reports its",
         "multiply-accumulates and its CMSIS-NN scratch buffer per ISA.",
+        "",
+        "Device divergences: where the device computes something other than the operator (a kernel",
+        "that ignores dim_order, an argument the ISA's CMSIS-NN build ignores or refuses), refsim",
+        "computes what the device computes and records why; `refsim inspect` lists them, `refsim",
+        "run --strict` refuses them (refsim/ops/divergence.py). An entry's *ISA divergences* hook",
+        "names those that depend on `--isa`; *in place* marks ops whose out may share its first",
+        "tensor argument's bytes (ExecuTorch's reinplace pass; see refsim/runtime/plan.py).",
     ]
     for name, members in groups:
         lines += ["", f"## {name} ({len(members)})", ""]
@@ -104,7 +111,15 @@ def _anchor(name: str) -> str:
 
 def _entry(op: OpDef) -> Iterable[str]:
     hooks = ", ".join(
-        label for label, fn in (("validator", op.validate), ("MACs", op.macs), ("scratch", op.scratch)) if fn
+        label
+        for label, fn in (
+            ("validator", op.validate),
+            ("MACs", op.macs),
+            ("scratch", op.scratch),
+            ("ISA divergences", op.divergences),
+            ("in place", op.in_place_safe),
+        )
+        if fn
     )
     yield ""
     yield f"### {op.name}"

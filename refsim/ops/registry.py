@@ -19,6 +19,7 @@ from the registry.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ class Args:
     values; lists are tuples; a Null is None. ``state`` is the op's own prepared data.
     """
 
-    __slots__ = ("_names", "_values", "instruction", "op", "state")
+    __slots__ = ("_names", "_values", "divergences", "instruction", "op", "state")
 
     def __init__(self, op: str, instruction: int, names: tuple[str, ...], values: list[Any]) -> None:
         self.op = op
@@ -49,6 +50,9 @@ class Args:
         #: Per-call state an op prepares once (at load or first run) and reuses: views,
         #: parameter structs. The runtime never reads it.
         self.state: Any = None
+        #: `refsim.ops.divergence.Divergence`s the validator found (the device computes
+        #: something other than the op for these arguments).
+        self.divergences: list = []
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -78,10 +82,27 @@ class OpDef:
     #: ``cost(args, tier)`` → the op's work items for the cost model (refsim/ops/cost.py).
     cost: Callable[[Args, str], list[Any]] | None = None
     doc: str = field(default="")
+    #: Each output element depends only on the same element of the inputs, read before it is
+    #: written, so the device computes the same with ``out`` on its first tensor argument's
+    #: bytes (the in-place aliasing ExecuTorch's reinplace pass plans; see runtime/plan.py).
+    in_place_safe: bool = False
+    #: Divergences that depend on the ISA the program runs on (see refsim.ops.divergence):
+    #: ``divergences(args, isa) -> list[Divergence]``; those that do not are recorded by the
+    #: validator in ``args.divergences``.
+    divergences: Callable[[Args, str], list] | None = None
 
     @property
     def name(self) -> str:
         return self.schema.qualified_name
+
+    @property
+    def written_args(self) -> tuple[int, ...]:
+        """Positions of the schema arguments the kernel writes: its outs and its scratch buffers."""
+        return tuple(
+            k
+            for k, a in enumerate(self.schema.args)
+            if a.is_out or (a.name == "scratch" or a.name.endswith("_scratch"))
+        )
 
     def kernel_name(self, args: Args, isa: str = "mve") -> str:
         if self.kernel is None:
@@ -119,6 +140,7 @@ def register(
     *,
     kernel: str | Callable[[Args, str], str] | None = None,
     portable_fallback: bool = False,
+    in_place_safe: bool = False,
 ) -> Callable[[Callable[[Args], None]], OpDef]:
     """Decorator: register ``fn`` as the implementation of the op ``schema`` describes."""
     parsed = parse_schema(schema)
@@ -127,7 +149,12 @@ def register(
         if parsed.qualified_name in _REGISTRY:
             raise RuntimeError(f"operator {parsed.qualified_name} registered twice")
         op = OpDef(
-            parsed, fn, kernel=kernel, portable_fallback=portable_fallback, doc=(fn.__doc__ or "").strip()
+            parsed,
+            fn,
+            kernel=kernel,
+            portable_fallback=portable_fallback,
+            doc=(fn.__doc__ or "").strip(),
+            in_place_safe=in_place_safe,
         )
         _REGISTRY[parsed.qualified_name] = op
         return op
@@ -140,9 +167,7 @@ def alias(name: str, op: OpDef, schema: str) -> OpDef:
     parsed = parse_schema(schema)
     if parsed.qualified_name != name:
         raise RuntimeError(f"alias {name} does not match its schema {parsed.qualified_name}")
-    twin = OpDef(
-        parsed, op.run, op.kernel, op.validate, op.macs, op.scratch, op.portable_fallback, op.cost, op.doc
-    )
+    twin = dataclasses.replace(op, schema=parsed)
     _REGISTRY[name] = twin
     return twin
 

@@ -3,10 +3,14 @@
 Why hand-written rather than flatc's generated Python: the generated accessors trust the
 buffer (a corrupt file raises IndexError or struct.error, or reads garbage), so a verifier
 would be needed anyway; this module is that verifier and the accessor in one pass, with the
-field path of every failure. It applies the rules of the C++ ``flatbuffers::Verifier`` that
-ExecuTorch runs at load: objects inside the buffer, tables and vectors 4-byte aligned,
-scalars aligned to their size, vtables 2-byte aligned and well-sized, strings
-NUL-terminated.
+field path of every failure. It applies the rules of the C++ ``flatbuffers::Verifier`` (25.2) that
+ExecuTorch runs at load, no fewer and no more, so refsim refuses exactly the structures
+ExecuTorch refuses: objects inside the buffer; offsets non-zero, below 2^31 and 4-byte
+aligned; tables 4-byte aligned; vtables 2-byte aligned, of an even size that fits (0 and 2
+included: every field is then absent); table fields inside the buffer and aligned to their
+size (a field may overlap the table's own vtable offset); vector lengths 4-byte aligned
+(their elements need no more); strings NUL-terminated (their bytes need not be UTF-8:
+they are decoded with backslash escapes); at most 1,000,000 tables.
 
 Offsets in a flatbuffer only point forward, so there are no cycles; the schema has no
 recursive tables, so nesting depth is bounded. What a corrupt file *can* do is make many
@@ -43,12 +47,13 @@ def join(path: str, name: str) -> str:
 class FlatReader:
     """Reads the flatbuffer in ``buf[:end]``; no object may start before ``start``."""
 
-    def __init__(self, buf: memoryview, end: int, start: int = 8) -> None:
+    def __init__(self, buf: memoryview, end: int, start: int = 0) -> None:
         self.buf = buf
         self.end = end
         self.start = start
         # Generous: a valid file decodes each of its bytes at most once.
         self.budget = 2 * end + 4096
+        self.tables = 0
 
     def charge(self, nbytes: int, path: str) -> None:
         self.budget -= nbytes
@@ -71,8 +76,22 @@ class FlatReader:
     def root(self) -> Table:
         if self.end < 8:
             raise ProgramError(f"{self.end} bytes cannot hold a root offset and file identifier")
-        (offset,) = _U32.unpack_from(self.buf, 0)
-        return Table(self, offset, "")
+        return Table(self, _offset_target(self, 0, "root offset", ""), "")
+
+
+#: flatbuffers::Verifier's default max_tables.
+MAX_TABLES = 1_000_000
+
+
+def _offset_target(r: FlatReader, pos: int, what: str, path: str) -> int:
+    """Where the uoffset at ``pos`` points: ``Verifier::VerifyOffset`` (aligned, in the buffer,
+    not 0 (an object cannot be its own offset), below 2^31, the target inside the buffer)."""
+    r.check_range(pos, 4, 4, path, what)
+    (offset,) = _U32.unpack_from(r.buf, pos)
+    if offset == 0 or offset >= 1 << 31:
+        raise ProgramError(f"{what} at byte {pos} is {offset} (must be in [1, 2^31))", path)
+    r.check_range(pos + offset, 1, 1, path, f"target of the {what} at byte {pos}")
+    return pos + offset
 
 
 class Table:
@@ -84,16 +103,20 @@ class Table:
         self.r = reader
         self.path = path
         self.pos = pos
+        reader.tables += 1
+        if reader.tables > MAX_TABLES:
+            raise ProgramError(f"more than {MAX_TABLES:,} tables (the flatbuffers verifier's limit)", path)
         reader.check_range(pos, 4, 4, path, "table")
         (soffset,) = _I32.unpack_from(reader.buf, pos)
         vt = pos - soffset
-        reader.check_range(vt, 4, 2, path, "vtable")
-        vsize, tsize = struct.unpack_from("<HH", reader.buf, vt)
-        if vsize < 4 or vsize % 2:
-            raise ProgramError(f"vtable size {vsize} is not an even number >= 4", path)
+        reader.check_range(vt, 2, 2, path, "vtable")
+        (vsize,) = _U16.unpack_from(reader.buf, vt)
+        if vsize % 2:
+            raise ProgramError(f"vtable size {vsize} is odd", path)
         reader.check_range(vt, vsize, 2, path, "vtable")
         # The vtable's object size is not checked: flatc records less than the fields span
         # when it pads before an 8-byte field, and the C++ verifier ignores it too.
+        tsize = _U16.unpack_from(reader.buf, vt + 2)[0] if vsize >= 4 else 0
         reader.charge(max(tsize, 4), path)
         self.vt = vt
         self.vsize = vsize
@@ -110,10 +133,6 @@ class Table:
         if voffset == 0:
             return 0
         pos = self.pos + voffset
-        if voffset < 4:
-            raise ProgramError(
-                f"field offset {voffset} overlaps the table's vtable offset", join(self.path, name)
-            )
         self.r.check_range(pos, size, size, join(self.path, name), "field")
         return pos
 
@@ -129,8 +148,7 @@ class Table:
         pos = self._field(slot, 4, name)
         if not pos:
             return 0
-        (offset,) = _U32.unpack_from(self.r.buf, pos)
-        return pos + offset
+        return _offset_target(self.r, pos, "offset", join(self.path, name))
 
     def table(self, slot: int, name: str, path: str | None = None) -> Table | None:
         target = self._target(slot, name)
@@ -145,8 +163,10 @@ class Table:
         r = self.r
         r.check_range(target, 4, 4, path, "vector length")
         (count,) = _U32.unpack_from(r.buf, target)
+        if count >= ((1 << 31) - 1) // elem_size:
+            raise ProgramError(f"vector of {count} elements exceeds the 2 GiB flatbuffer limit", path)
         nbytes = count * elem_size
-        r.check_range(target + 4, nbytes, min(elem_size, 8), path, f"vector of {count} elements")
+        r.check_range(target + 4, nbytes, 1, path, f"vector of {count} elements")
         r.charge(nbytes, path)
         return target + 4, count
 
@@ -176,10 +196,7 @@ class Table:
         self.r.check_range(start + count, 1, 1, path, "string terminator")
         if self.r.buf[start + count] != 0:
             raise ProgramError("string is not NUL-terminated", path)
-        try:
-            return str(self.r.buf[start : start + count], "utf-8")
-        except UnicodeDecodeError as e:
-            raise ProgramError(f"string is not valid UTF-8 ({e.reason} at byte {e.start})", path) from None
+        return str(self.r.buf[start : start + count], "utf-8", "backslashreplace")
 
     def tables(self, slot: int, name: str, path: str | None = None) -> list[Table] | None:
         """A vector of tables; element ``i`` gets the path ``<path>[i]``."""

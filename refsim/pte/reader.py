@@ -32,6 +32,9 @@ HEADER_MAGIC = b"eh00"
 HEADER_OFFSET = 8
 #: program_size and segment_base_offset are required; segment_data_size is optional.
 HEADER_MIN_LENGTH = 24
+#: Program::load reads the first 64 bytes (ExtendedHeader::kNumHeadBytes) before anything
+#: else, so a shorter file is refused by ExecuTorch's loader.
+MIN_FILE_SIZE = 64
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class ProgramFile:
         if not 0 <= index < len(self.segments):
             raise ProgramError(f"segment index {index} out of range [0, {len(self.segments)})")
         seg = self.segments[index]
-        start = self.header.segment_base_offset + seg.offset  # type: ignore[union-attr]
+        start = (self.header.segment_base_offset if self.header else 0) + seg.offset
         return self.data[start : start + seg.size]
 
     def _constant_from(self, k: int) -> memoryview:
@@ -150,15 +153,21 @@ class ProgramFile:
         return blobs
 
 
-def load_program(source: str | os.PathLike | bytes | bytearray | memoryview) -> ProgramFile:
+def load_program(
+    source: str | os.PathLike | bytes | bytearray | memoryview, *, allow_legacy_constant_buffer: bool = False
+) -> ProgramFile:
     """Load and validate a .pte from a path (memory-mapped) or from bytes.
+
+    A program must have a ``constant_segment`` with at least its reserved entry: ExecuTorch
+    1.5.1's loader (built with ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0) refuses any other.
+    ``allow_legacy_constant_buffer`` reads such older files (inline ``constant_buffer``).
 
     Raises ProgramError, whose message starts with the path of the failing field."""
     if isinstance(source, str | os.PathLike):
         data = _map_file(source)
     else:
         data = memoryview(source).cast("B")
-    return _load(data)
+    return _load(data, allow_legacy_constant_buffer)
 
 
 def _map_file(path: str | os.PathLike) -> memoryview:
@@ -172,19 +181,29 @@ def _map_file(path: str | os.PathLike) -> memoryview:
         raise ProgramError(f"cannot read {os.fspath(path)}: {e.strerror}") from None
 
 
-def _load(data: memoryview) -> ProgramFile:
+def _load(data: memoryview, allow_legacy: bool = False) -> ProgramFile:
     file_size = len(data)
     if file_size < 8:
-        raise ProgramError(f"{file_size} bytes is too short for a .pte file (at least 8)")
+        raise ProgramError(f"{file_size} bytes is too short for a .pte file (at least {MIN_FILE_SIZE})")
     identifier = bytes(data[4:8])
     if identifier != FILE_IDENTIFIER:
         raise ProgramError(f"expected {FILE_IDENTIFIER!r}, found {identifier!r}", "file_identifier")
+    if file_size < MIN_FILE_SIZE:
+        raise ProgramError(
+            f"{file_size} bytes is too short for a .pte file (ExecuTorch reads a {MIN_FILE_SIZE}-byte head)"
+        )
     header = _read_header(data)
     program_size = header.program_size if header else file_size
-    first_object = HEADER_OFFSET + header.length if header else HEADER_OFFSET
 
-    root = FlatReader(data, program_size, first_object).root()
+    # The flatbuffers verifier spans the whole program (header included): so does ours.
+    root = FlatReader(data, program_size).root()
     program, layout = _decode_program(root)
+    if not allow_legacy and (layout["constant_segment"] is None or not layout["constant_segment"].offsets):
+        raise ProgramError(
+            "missing or without offsets; ExecuTorch 1.5.1's loader refuses the deprecated "
+            "constant_buffer path (ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0)",
+            "constant_segment",
+        )
     segments, constant_buffer, sources = _check_layout(
         layout, program.mutable_data_segments, header, file_size
     )
@@ -205,23 +224,18 @@ def _read_header(data: memoryview) -> ExtendedHeader | None:
     if file_size < HEADER_OFFSET + 8 or bytes(data[8:12]) != HEADER_MAGIC:
         return None
     (length,) = struct.unpack_from("<I", data, 12)
+    # ExecuTorch's ExtendedHeader::Parse and Program::load check exactly these: the length
+    # covers program_size and segment_base_offset; segments (when segment_data_size says
+    # there are some, or nothing says there are none) end inside the file; the program
+    # fits the file. Where each segment lies is checked against the file in _check_layout.
     if length < HEADER_MIN_LENGTH:
         raise ProgramError(f"{length} < {HEADER_MIN_LENGTH}", "extended_header.length")
-    if HEADER_OFFSET + length > file_size:
-        raise ProgramError(
-            f"{length}-byte header overruns the {file_size}-byte file", "extended_header.length"
-        )
     program_size, base = struct.unpack_from("<QQ", data, 16)
     data_size = struct.unpack_from("<Q", data, 32)[0] if length >= 32 else None
-    if not HEADER_OFFSET + length <= program_size <= file_size:
+    if not HEADER_OFFSET <= program_size <= file_size:
         raise ProgramError(
-            f"{program_size} outside [{HEADER_OFFSET + length}, {file_size}] (header end, file size)",
+            f"{program_size} outside [{HEADER_OFFSET}, {file_size}] (root offset and identifier, file size)",
             "extended_header.program_size",
-        )
-    if base != 0 and not program_size <= base <= file_size:
-        raise ProgramError(
-            f"{base} outside [{program_size}, {file_size}] (program end, file size)",
-            "extended_header.segment_base_offset",
         )
     if data_size and base + data_size > file_size:
         raise ProgramError(
@@ -265,7 +279,8 @@ def _decode_program(t: Table) -> tuple[m.Program, dict]:
         version=t.scalar(P.version, "u32", "version"),
         execution_plan=tuple(_plan(p) for p in plans),
         backend_delegate_data=tuple(
-            bytes(_required(d.bytes_view(S.BackendDelegateInlineData.data, "data"), join(d.path, "data")))
+            # absent data reads as empty: ExecuTorch checks it only when a delegate uses it
+            bytes(d.bytes_view(S.BackendDelegateInlineData.data, "data") or b"")
             for d in t.tables(P.backend_delegate_data, "backend_delegate_data") or ()
         ),
         mutable_data_segments=tuple(
@@ -296,7 +311,7 @@ def _plan(t: Table) -> m.ExecutionPlan:
     meta = t.table(E.container_meta_type, "container_meta_type")
     devices = t.tables(E.non_const_buffer_device, "non_const_buffer_device")
     return m.ExecutionPlan(
-        name=_required(t.string(E.name, "name"), join(t.path, "name")),
+        name=_method_name(t),
         container_meta_type=None
         if meta is None
         else m.ContainerMetadata(
@@ -332,6 +347,21 @@ def _plan(t: Table) -> m.ExecutionPlan:
             for d in devices
         ),
     )
+
+
+def _method_name(t: Table) -> str:
+    """The plan's name, which must be UTF-8: executorch.runtime's Program decodes every
+    method name when it loads a program, so it refuses a file with any other. ExecuTorch
+    reads it as a C string, so a NUL ends it."""
+    path = join(t.path, "name")
+    name = _required(t.string(S.ExecutionPlan.name, "name"), path).split("\x00", 1)[0]
+    if "\\x" in name:
+        raw = bytes(t.bytes_view(S.ExecutionPlan.name, "name") or b"").split(b"\x00", 1)[0]
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ProgramError(f"not valid UTF-8 ({e.reason} at byte {e.start})", path) from None
+    return name
 
 
 _VALUE_PATH = {kind: kind.name.lower() for kind in m.ValueKind}
@@ -512,13 +542,9 @@ def _check_layout(
     layout: dict, mutable: tuple[m.SubsegmentOffsets, ...], header: ExtendedHeader | None, file_size: int
 ) -> tuple[tuple[DataSegment, ...], tuple[memoryview, ...], DataSources]:
     raw_segments = layout["segments"]
+    # Without an extended header (or with segment_base_offset 0) ExecuTorch reads segments
+    # at their offsets from the start of the file; so does refsim.
     base = header.segment_base_offset if header else 0
-    # ExecuTorch writes one empty segment and no extended header for a program without
-    # constants, and its runtime loads that; only data-carrying segments need the header.
-    if base == 0 and any(size for _, size in raw_segments):
-        raise ProgramError(
-            f"{len(raw_segments)} segments but no extended header gives their base offset", "segments"
-        )
     segments = []
     for i, (offset, size) in enumerate(raw_segments):
         if base + offset + size > file_size:

@@ -76,15 +76,12 @@ def validate_program(program: Program, sources: DataSources) -> None:
             f"schema version {program.version}; ExecuTorch 1.5 reads versions up to {MAX_SCHEMA_VERSION}",
             "version",
         )
-    names: dict[str, int] = {}
+    # Two plans may share a name: ExecuTorch's loader accepts that and its get_execution_plan
+    # (like `Program.plan`) returns the first.
     for i, plan in enumerate(program.execution_plan):
         path = f"execution_plan[{i}]"
-        if plan.name in names:
-            raise ProgramError(
-                f"duplicate method name {plan.name!r} (also execution_plan[{names[plan.name]}])",
-                f"{path}.name",
-            )
-        names[plan.name] = i
+        if "\x00" in plan.name:
+            raise ProgramError("contains a NUL (ExecuTorch reads method names as C strings)", f"{path}.name")
         _check_plan(plan, program, sources, path)
     keys: set[str] = set()
     for i, entry in enumerate(program.named_data):

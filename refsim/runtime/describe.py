@@ -110,3 +110,8 @@ def method_ops(method: Method, isa: str) -> list[dict]:
             }
         )
     return rows
+
+
+def divergences(method: Method, isa: str) -> list[dict]:
+    """`Method.divergences` as report entries: op, instruction, kind, arguments, reason."""
+    return [d.as_dict() for d in method.divergences(isa)]

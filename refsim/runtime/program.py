@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from refsim.errors import RefsimError, UnsupportedError
+from refsim.ops.divergence import Divergence
 from refsim.ops.registry import Args, OpDef, OpError, lookup
 from refsim.pte import ProgramError, ProgramFile, load_program
 from refsim.pte import model as m
@@ -217,6 +218,19 @@ class Method:
                 raise ProgramError(
                     f"{where} changes a {src.kind.name} value the operators were checked against"
                 )
+
+    def divergences(self, isa: str = "mve") -> list[Divergence]:
+        """Every call whose device result departs from its operator's definition on ``isa``:
+        the layouts the validators found at load, then what the ISA's CMSIS-NN build ignores
+        or refuses (see refsim.ops.divergence), in instruction order."""
+        found: dict[tuple, Divergence] = {}
+        for call in self.calls:
+            if call is None:
+                continue
+            extra = call.op.divergences(call.args, isa) if call.op.divergences else []
+            for d in (*call.args.divergences, *extra):
+                found.setdefault((d.instruction, d.kind, d.reason), d)
+        return sorted(found.values(), key=lambda d: d.instruction)
 
     # --- execution -------------------------------------------------------------------
 

@@ -65,7 +65,9 @@ def test_write_then_load_gives_the_same_program(case):
 def test_legacy_inline_constants_load_like_the_constant_segment(case):
     program = replace(case.program, named_data=())  # no segments in this layout
     data = write_program(program, case.constants, legacy_constant_buffer=True)
-    pf = load_program(data)
+    with pytest.raises(ProgramError, match="deprecated constant_buffer path"):  # as ExecuTorch 1.5.1
+        load_program(data)
+    pf = load_program(data, allow_legacy_constant_buffer=True)
     assert pf.program == program
     assert pf.uses_legacy_constant_buffer or len(case.constants) == 1
     for plan in pf.program.execution_plan:

@@ -200,7 +200,6 @@ PROGRAM_CASES = {
         _with_plan(delegates=(BackendDelegate("X", DataLocation.SEGMENT, 2),)),
         f"{P}.delegates[0].processed.index",
     ),
-    "duplicate method": (replace(PROGRAM, execution_plan=(PLAN, PLAN)), "execution_plan[1].name"),
     "named data segment": (
         replace(PROGRAM, named_data=(NamedData("lut", 2),)),
         "named_data[0].segment_index",
@@ -256,19 +255,29 @@ def test_file_identifier():
 
 def test_extended_header_fields():
     data = _base()
-    program_size, _, data_size = struct.unpack_from("<QQQ", data, 16)
+    data_size = struct.unpack_from("<Q", data, 32)[0]
     for offset, value, path in [
         (12, 16, "extended_header.length"),
-        (12, 1 << 20, "extended_header.length"),
         (16, len(data) + 1, "extended_header.program_size"),
-        (16, 20, "extended_header.program_size"),
-        (24, program_size - 8, "extended_header.segment_base_offset"),
-        (24, len(data) + 128, "extended_header.segment_base_offset"),
+        (16, 20, ""),  # the flatbuffer's root table now lies past the program's end
+        (24, len(data) + 128, "extended_header.segment_data_size"),
         (32, data_size + 1, "extended_header.segment_data_size"),
     ]:
         bad = bytearray(data)
         struct.pack_into("<I" if offset == 12 else "<Q", bad, offset, value)
         _expect(bad, path)
+
+
+def test_extended_header_values_executorch_accepts_load():
+    """ExecuTorch's ExtendedHeader::Parse and Program::load accept a header length past the
+    file and a segment base inside the program (tests/interop/test_loader_differential.py
+    runs such files through its loader): refsim must not be stricter."""
+    data = _base()
+    program_size = struct.unpack_from("<Q", data, 16)[0]
+    for offset, value in [(12, 1 << 20), (24, program_size - 8)]:
+        ok = bytearray(data)
+        struct.pack_into("<I" if offset == 12 else "<Q", ok, offset, value)
+        load_program(bytes(ok))
 
 
 def test_segments_must_lie_inside_the_file():
@@ -278,10 +287,13 @@ def test_segments_must_lie_inside_the_file():
     _expect(data[: struct.unpack_from("<Q", data, 24)[0]], "segments[0]", "overrun")
 
 
-def test_segments_need_a_header():
+def test_segments_without_a_base_offset_read_from_the_file_start():
+    # ExecuTorch's loader accepts segment_base_offset 0 with data segments (it reads them at
+    # offset 0 + segment offset); refsim reads the same bytes.
     data = _base()
     struct.pack_into("<Q", data, 24, 0)
-    _expect(data, "segments", "no extended header")
+    pf = load_program(bytes(data))
+    assert bytes(pf.segment_data(0)) == bytes(data[pf.segments[0].offset :][: pf.segments[0].size])
 
 
 def test_truncated_flatbuffer():
@@ -340,7 +352,7 @@ def test_structural_faults(monkeypatch, fault, path, match):
 def test_constant_buffer_and_constant_segment_are_exclusive(monkeypatch):
     program = replace(PROGRAM, named_data=())  # the legacy layout has no constant segment 0
     legacy = write_program(program, CONSTANTS, legacy_constant_buffer=True)
-    assert load_program(legacy).uses_legacy_constant_buffer
+    assert load_program(legacy, allow_legacy_constant_buffer=True).uses_legacy_constant_buffer
 
     class Both(writer_module._Builder):
         def program(self, p, offsets, legacy, segments):
@@ -364,3 +376,12 @@ def test_constant_offsets_inside_their_segment():
 def test_dynamic_unbound_tensors_are_accepted():
     program = _with_value(9, replace(VALUES[9], shape_dynamism=ShapeDynamism.DYNAMIC_UNBOUND))
     assert load_program(write_program(program, CONSTANTS, segments=SEGMENTS)).program == program
+
+
+def test_a_repeated_method_name_loads_and_names_the_first_plan():
+    """ExecuTorch's loader accepts two plans of one name; its get_execution_plan finds the first."""
+    second = replace(PLAN, inputs=())
+    pf = load_program(
+        write_program(replace(PROGRAM, execution_plan=(PLAN, second)), CONSTANTS, segments=SEGMENTS)
+    )
+    assert pf.program.plan(PLAN.name) == PLAN

@@ -91,6 +91,32 @@ def test_tensors_on_exactly_the_same_bytes_are_an_alias_not_an_overlap(z_offset,
             program(values, calls, outputs=(1, 0, 5))
 
 
+def test_a_written_tensor_on_live_bytes_is_not_a_view():
+    # z sits on x's bytes (x is live to the end: an output), but an op writes z: ExecuTorch's
+    # elided views are never written, so this is an overlap, equal sizes or not.
+    values = [*clone_values(planned([2, 3], 0), planned([2, 3], 64)), planned([6], 0)]
+    with pytest.raises(PlanError, match="neither an elided view nor an in-place result"):
+        program(values, [CLONE_CALL, m.KernelCall(0, (1, 2, 3, 4, 4))], outputs=(1, 0, 4))
+
+
+def test_a_method_output_on_live_bytes_is_not_a_view():
+    # ExecuTorch never elides a view that is a graph output (ReplaceViewCopyWithViewPass).
+    values = [*clone_values(planned([2, 3], 0), planned([2, 3], 64)), planned([6], 0)]
+    with pytest.raises(PlanError, match=r"values\[0\].*overlaps values\[4\]"):
+        program(values, [CLONE_CALL], outputs=(1, 0, 4))
+
+
+def test_a_non_contiguous_tensor_on_live_bytes_is_not_a_view():
+    # a _ViewSpec has the contiguous dim order of its shape
+    values = [
+        *clone_values(planned([1, 2, 3], 0), planned([1, 2, 3], 64)),
+        planned([1, 3, 2], 0, dim_order=(0, 2, 1)),
+        planned([1, 3, 2], 128),
+    ]
+    with pytest.raises(PlanError):
+        program(values, [CLONE_CALL, m.KernelCall(0, (4, 2, 3, 5, 5))], outputs=(1, 0, 5))
+
+
 def test_tensor_outside_its_arena_is_rejected():
     from refsim.pte import ProgramError
 
