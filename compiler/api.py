@@ -62,6 +62,7 @@ def compile(
     target: str | Target = "cortex-m55",
     calibration: Iterable | None = None,
     planner: str = "best",
+    observers: str = "cmsis",
     path=None,
     progress: Callable[[int], None] | None = None,
 ) -> CompileResult:
@@ -70,7 +71,8 @@ def compile(
     ``calibration``: an iterable of inputs (each a tensor or a tuple of tensors) run through the
     observed model; default: the example inputs alone (a poor calibration, but a valid one).
     ``progress(k)`` is called after each calibration sample. ``planner``: a name of
-    ``compiler.planner.ALGORITHMS`` or ``"best"``.
+    ``compiler.planner.ALGORITHMS`` or ``"best"``. ``observers``: ``"cmsis"`` (ours) or
+    ``"executorch"`` (ExecuTorch's CortexMQuantizer observers, for comparisons).
     """
     tgt = get_target(target)
     example = _as_tuple(example_inputs)
@@ -87,7 +89,7 @@ def compile(
     seconds["export"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    prepared = prepare_pt2e(gm, CortexMQuantizer())
+    prepared = prepare_pt2e(gm, CortexMQuantizer(observers))
     samples = [example] if calibration is None else calibration
     count = 0
     with torch.no_grad():

@@ -65,12 +65,21 @@ def load_model(spec: str):
     try:
         sys.modules[module_name] = module
         loader_spec.loader.exec_module(module)
+        make = getattr(module, factory, None)
+        if not callable(make):
+            raise ModelSpecError(f"{path} has no callable {factory!r}")
+        built = make()
+    except ModelSpecError:
+        raise
+    except Exception as exc:  # the user's code: one line naming where it failed
+        raise ModelSpecError(f"{spec}: {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.pop(0)
-    make = getattr(module, factory, None)
-    if not callable(make):
-        raise ModelSpecError(f"{path} has no callable {factory!r}")
-    return make(), None, None
+    import torch
+
+    if not isinstance(built, torch.nn.Module):
+        raise ModelSpecError(f"{spec} returned {type(built).__name__}, expected a torch.nn.Module")
+    return built, None, None
 
 
 def calibration_samples(path: Path | None, random_count: int | None, shape: tuple[int, ...], zoo_spec, seed: int):

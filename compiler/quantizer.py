@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import fx
-from torchao.quantization.pt2e import ObserverBase
+from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
+from torchao.quantization.pt2e import HistogramObserver, MinMaxObserver, ObserverBase, PerChannelMinMaxObserver
 from torchao.quantization.pt2e.quantizer import (
     FixedQParamsQuantizationSpec,
     QuantizationAnnotation,
@@ -168,6 +169,25 @@ WEIGHT_PER_CHANNEL = QuantizationSpec(
     qscheme=torch.per_channel_symmetric,
     ch_axis=0,
 )
+#: ExecuTorch 1.5.1 CortexMQuantizer's specs (torchao's observers), to reproduce its quantization
+#: bit for bit in the interop comparison (``CortexMQuantizer(observers="executorch")``).
+EXECUTORCH_SPECS = {
+    "activation": QuantizationSpec(
+        dtype=torch.int8, observer_or_fake_quant_ctr=HistogramObserver, qscheme=torch.per_tensor_affine
+    ),
+    "weight_per_tensor": QuantizationSpec(
+        dtype=torch.int8, observer_or_fake_quant_ctr=MinMaxObserver, qscheme=torch.per_tensor_symmetric
+    ),
+    "weight_per_channel": QuantizationSpec(
+        dtype=torch.int8,
+        observer_or_fake_quant_ctr=PerChannelMinMaxObserver,
+        qscheme=torch.per_channel_symmetric,
+        ch_axis=0,
+    ),
+}
+OWN_SPECS = {"activation": ACTIVATION, "weight_per_tensor": WEIGHT_PER_TENSOR, "weight_per_channel": WEIGHT_PER_CHANNEL}
+OBSERVERS = {"cmsis": OWN_SPECS, "executorch": EXECUTORCH_SPECS}
+
 SOFTMAX_OUTPUT = FixedQParamsQuantizationSpec(
     dtype=torch.int8,
     scale=SOFTMAX_SCALE,
@@ -195,8 +215,8 @@ def _attr(gm: fx.GraphModule, node) -> torch.Tensor | None:
 def fold_batch_norm(gm: fx.GraphModule) -> list[str]:
     """Fold every inference BatchNorm that directly follows a conv2d or linear into it.
 
-    ``w' = w * g / sqrt(var + eps)`` (per output channel), ``b' = (b - mean) * g / sqrt(var + eps)
-    + beta``. Returns the names of the folded BatchNorm nodes; a BatchNorm after anything else
+    ``w' = w * g * rsqrt(var + eps)`` (per output channel), ``b' = (b - mean) * g * rsqrt(var + eps)
+    + beta`` (torch.nn.utils.fusion's arithmetic). Returns the names of the folded BatchNorm nodes; a BatchNorm after anything else
     stays in the graph (left in fp32, reported by the lowering).
     """
     folded = []
@@ -226,9 +246,13 @@ def fold_batch_norm(gm: fx.GraphModule) -> list[str]:
         mean, var = _attr(gm, mean), _attr(gm, var)
         gamma = _attr(gm, gamma) if gamma is not None else torch.ones_like(mean)
         beta = _attr(gm, beta) if beta is not None else torch.zeros_like(mean)
-        factor = gamma / torch.sqrt(var + eps)
-        new_weight = weight * factor.reshape(-1, *([1] * (weight.dim() - 1)))
-        new_bias = ((bias if bias is not None else torch.zeros_like(mean)) - mean) * factor + beta
+        # torch's own fusion arithmetic (what PT2E's conv-BN fusion uses), so the folded
+        # parameters are bit-identical to ExecuTorch's flow.
+        if producer.target in CONV_TARGETS:
+            new_weight, new_bias = fuse_conv_bn_weights(weight, bias, mean, var, eps, gamma, beta)
+        else:
+            new_weight, new_bias = fuse_linear_bn_weights(weight, bias, mean, var, eps, gamma, beta)
+        new_weight, new_bias = new_weight.detach(), new_bias.detach()
         stem = producer.name
         gm.register_buffer(f"{stem}_folded_weight", new_weight.contiguous())
         gm.register_buffer(f"{stem}_folded_bias", new_bias.contiguous())
@@ -286,36 +310,46 @@ def fused_activation(node: fx.Node) -> fx.Node | None:
 
 
 class CortexMQuantizer(Quantizer):
-    """Annotates conv2d, linear, add (with fused activations), pooling, pad, views and softmax."""
+    """Annotates conv2d, linear, add (with fused activations), pooling, pad, views and softmax.
+
+    ``observers="cmsis"`` (default): our observers above. ``"executorch"``: the observers of
+    ExecuTorch's CortexMQuantizer, for side-by-side comparisons."""
+
+    def __init__(self, observers: str = "cmsis") -> None:
+        super().__init__()
+        if observers not in OBSERVERS:
+            raise CompileError(f"observers must be one of {', '.join(OBSERVERS)}, got {observers!r}")
+        self.specs = OBSERVERS[observers]
 
     def annotate(self, model: fx.GraphModule) -> fx.GraphModule:
+        act = self.specs["activation"]
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):
                 continue
             if node.target in CONV_TARGETS or node.target in LINEAR_TARGETS:
                 if not isinstance(node.args[1], fx.Node) or node.args[1].op != "get_attr":
                     continue  # a weight computed at run time: stays fp32
-                weight = WEIGHT_PER_CHANNEL if node.target in CONV_TARGETS else WEIGHT_PER_TENSOR
-                self._with_output(node, {node.args[0]: ACTIVATION, node.args[1]: weight})
+                kind = "weight_per_channel" if node.target in CONV_TARGETS else "weight_per_tensor"
+                self._with_output(node, {node.args[0]: act, node.args[1]: self.specs[kind]}, act)
             elif node.target in ADD_TARGETS:
                 a, b = node.args[:2]
                 if isinstance(a, fx.Node) and isinstance(b, fx.Node) and node.kwargs.get("alpha", 1) == 1:
-                    self._with_output(node, {a: ACTIVATION, b: ACTIVATION})
+                    self._with_output(node, {a: act, b: act}, act)
             elif node.target in SHARED_TARGETS and isinstance(node.args[0], fx.Node):
                 source = node.args[0]
-                _mark(node, {source: ACTIVATION}, SharedQuantizationSpec((source, node)))
+                _mark(node, {source: act}, SharedQuantizationSpec((source, node)))
             elif node.target in SOFTMAX_TARGETS:
-                _mark(node, {node.args[0]: ACTIVATION}, SOFTMAX_OUTPUT)
+                _mark(node, {node.args[0]: act}, SOFTMAX_OUTPUT)
         return model
 
     @staticmethod
-    def _with_output(node: fx.Node, inputs: dict) -> None:
+    def _with_output(node: fx.Node, inputs: dict, spec) -> None:
         act = fused_activation(node)
         if act is None:
-            _mark(node, inputs, ACTIVATION)
+            _mark(node, inputs, spec)
             return
         _mark(node, inputs, None)
-        _mark(act, {}, ACTIVATION)
+        _mark(act, {}, spec)
 
     def validate(self, model: fx.GraphModule) -> None:
         return None
