@@ -150,10 +150,14 @@ def compile_command(
     if input_shape is None and default_shape is None:
         raise CompileError("--input-shape is required for a module file (e.g. --input-shape 1,3,32,32)")
     shape = parse_shape(input_shape) if input_shape is not None else default_shape
+    if default_shape is not None and shape != default_shape:
+        raise CompileError(f"--input-shape {list(shape)}: {model} takes {list(default_shape)}")
     samples = calibration_samples(calibration, calibration_random, shape, zoo_spec, seed)
     if not samples:
         raise CompileError("calibration data is empty")
-    example = (torch.zeros(shape) if not samples else samples[0]).reshape(shape)
+    if tuple(samples[0].shape) != shape:
+        raise CompileError(f"calibration inputs have shape {list(samples[0].shape)}, --input-shape is {list(shape)}")
+    example = samples[0]
     columns = (TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=quiet) as bar:
         task = bar.add_task("calibrating", total=len(samples))

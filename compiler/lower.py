@@ -163,7 +163,7 @@ class Lowering:
                 self.quantized[q] = tensor
                 self.done.add(q)
         else:
-            tensor = self.new_tensor(f"input{len(self.graph.inputs)}", ScalarType.FLOAT, self.val(node).shape)
+            tensor = self.new_tensor(f"input{len(self.graph.inputs)}", ScalarType.FLOAT32, self.val(node).shape)
             self.floats[node] = tensor
         self.graph.inputs.append(tensor)
 
@@ -193,7 +193,7 @@ class Lowering:
             return self.floats[node]
         if isinstance(node, fx.Node) and node.target in DEQUANTIZE:
             source, scale, zp = self.int8_input(node)
-            out = self.new_tensor(f"{node.name}_f32", ScalarType.FLOAT, self.val(node).shape)
+            out = self.new_tensor(f"{node.name}_f32", ScalarType.FLOAT32, self.val(node).shape)
             args = (TensorArg(source), scale, zp, -128, 127, int(ScalarType.INT8))
             self.call("cortex_m::dequantize_per_tensor", args, out, node.name)
             self.floats[node] = out

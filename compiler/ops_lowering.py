@@ -394,7 +394,7 @@ def lower_fp32(lw: Lowering, node: fx.Node, why: str) -> None:
     args = build(node, lambda a: TensorArg(lw.float_input(a)) if isinstance(a, fx.Node) else a)
     first = next(a for a in args if isinstance(a, TensorArg))
     sizes = tuple(int(s) for s in lw.val(node).shape)
-    out = lw.new_tensor(f"{node.name}_f32", ScalarType.FLOAT, sizes)
+    out = lw.new_tensor(f"{node.name}_f32", ScalarType.FLOAT32, sizes)
     lw.graph.tensors[out].dim_order = lw.graph.tensors[first.name].dim_order
     lw.floats[node] = out
     lw.call(op, args, out, node.name)
