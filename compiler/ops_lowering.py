@@ -93,15 +93,19 @@ def _weight(lw: Lowering, node: fx.Node) -> tuple[np.ndarray, np.ndarray]:
     return w.numpy(), scales
 
 
-def _bias(lw: Lowering, node, scales: np.ndarray) -> np.ndarray | None:
-    """int32 bias at ``in_scale * w_scale[c]`` (round half to even, saturated)."""
+def _bias(lw: Lowering, node, in_scale: float, w_scales: np.ndarray) -> np.ndarray | None:
+    """int32 bias at ``in_scale * w_scale[c]``, computed as PT2E's int32 bias quantization does
+    (ExecuTorch's derived bias spec through ``quantize_per_channel``), in float32:
+    ``round_half_even(b * (1 / (s_in * s_w[c])))`` clamped to [-2^31, 2^31 - 2], so our
+    programs and ExecuTorch's carry the same biases."""
     if node is None:
         return None
     if not (isinstance(node, fx.Node) and node.op == "get_attr"):
         raise UnsupportedLayerError(f"{node}: bias is not a constant")
-    b = lw.attr(node).double().numpy()
-    q = np.rint(b / scales)
-    return np.clip(q, INT32_MIN, INT32_MAX).astype(np.int32)
+    b = lw.attr(node).float().numpy()
+    scale = np.float32(in_scale) * w_scales.astype(np.float32)
+    q = np.rint(b * (np.float32(1.0) / scale)).astype(np.float64)
+    return np.clip(q, INT32_MIN, INT32_MAX - 1).astype(np.int32)
 
 
 def _multipliers(in_scale: float, w_scales: np.ndarray, out_scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +131,7 @@ def lower_conv(lw: Lowering, node: fx.Node) -> None:
         raise UnsupportedLayerError(f"{node.name}: conv2d on a {len(in_info.sizes)}-D input")
     n, c_in, h, wd = in_info.sizes
     _, c_out, oh, ow = out_info.sizes
-    bias = _bias(lw, _arg(node, 2, None), in_scale * w_scales)
+    bias = _bias(lw, _arg(node, 2, None), in_scale, w_scales)
     mults, shifts = _multipliers(in_scale, w_scales, out_scale)
     depthwise = groups == c_in and c_out % c_in == 0 and n == 1
     if bias is None and groups > 1:
@@ -182,7 +186,7 @@ def lower_linear(lw: Lowering, node: fx.Node) -> None:
     q, act = lw.output_quantize(node)
     out, out_scale, out_zp = lw.define_output(node, q)
     amin, amax = activation_range(act, out_scale, out_zp)
-    bias = _bias(lw, _arg(node, 2, None), in_scale * w_scales)
+    bias = _bias(lw, _arg(node, 2, None), in_scale, w_scales)
     mult, shift = quantize_multiplier(in_scale * float(w_scales[0]) / out_scale)
     weights = TensorArg(lw.constant(f"{node.name}_weight", np.ascontiguousarray(w)))
     if lw.target.isa == "mve":
