@@ -95,7 +95,8 @@ def executorch_greedy(problem: Problem) -> list[int]:
     """ExecuTorch 1.5.1's ``exir.memory_planning.greedy`` (with overlapping allocations allowed).
 
     Buffers largest first (``bisect.insort`` by size, then reversed, so equal sizes go in
-    reverse insertion order). Each goes into the first *shared object* where no allocation is
+    reverse insertion order; ExecuTorch inserts from a set of specs, we in order of first
+    use). Each goes into the first *shared object* where no allocation is
     live at the same time (at offset 0 inside it); else into the first object where it fits
     on top of the highest allocation live at the same time; else into a new object of its
     size. Objects are then laid end to end in creation order (``_compute_total_sizes``).

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
-from compiler.planner import greedy
+from compiler.planner import greedy, search
 from compiler.planner.greedy import Problem
-from compiler.planner.model import ALIGNMENT, Buffer, Plan, PlanError, check_buffers, make_plan
+from compiler.planner.model import (
+    ALIGNMENT,
+    Buffer,
+    Plan,
+    PlanError,
+    Step,
+    check_buffers,
+    lifetimes,
+    lower_bound,
+    make_plan,
+    verify,
+)
 
 #: An algorithm maps one arena's problem (and a time budget in seconds) to offsets per buffer.
 Algorithm = Callable[[Problem, float], list[int]]
@@ -21,6 +33,8 @@ ALGORITHMS: dict[str, Algorithm] = {
     "greedy_by_size": _one_pass(greedy.greedy_by_size),
     "executorch_greedy": _one_pass(greedy.executorch_greedy),
     "first_fit": _one_pass(greedy.first_fit),
+    "local_search": search.local_search,
+    "exact": search.exact,
 }
 
 
@@ -58,8 +72,6 @@ def plan(
     """Plan ``buffers`` with one algorithm (see ``ALGORITHMS``) or ``"best"``: every algorithm,
     keeping the smallest arena (ties: the first in ``ALGORITHMS`` order); ``time_limit_s`` bounds
     the searching algorithms. The plan is verified before it is returned."""
-    from compiler.planner.model import verify
-
     _check_alignment(alignment)
     check_buffers(buffers)
     if algorithm == "best":
@@ -90,3 +102,38 @@ def plan_all(
         name: plan(buffers, algorithm=name, alignment=alignment, time_limit_s=time_limit_s)
         for name in ALGORITHMS
     }
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A step order with its plan and the live-bytes bounds of the given and chosen orders."""
+
+    steps: tuple[Step, ...]  # the chosen order
+    buffers: tuple[Buffer, ...]  # lifetimes in the chosen order
+    plan: Plan
+    given_bound: int  # live-bytes bound (arena 1) of the order the caller gave
+    chosen_bound: int  # the same for ``steps`` (== plan.lower_bound)
+
+
+def plan_steps(
+    steps: Sequence[Step],
+    sizes: Mapping[str, int],
+    *,
+    graph_inputs: Iterable[str] = (),
+    graph_outputs: Iterable[str] = (),
+    mem_ids: Mapping[str, int] | None = None,
+    algorithm: str = "best",
+    alignment: int = ALIGNMENT,
+    time_limit_s: float = 2.0,
+    reorder: bool = True,
+) -> Schedule:
+    """Reorder (unless ``reorder=False``), take lifetimes, plan: the whole pipeline in one call."""
+    from compiler.planner.reorder import reorder as reorder_steps
+
+    graph_inputs, graph_outputs = tuple(graph_inputs), tuple(graph_outputs)
+    io = {"graph_inputs": graph_inputs, "graph_outputs": graph_outputs, "mem_ids": mem_ids}
+    given = lower_bound(lifetimes(steps, sizes, **io), alignment)
+    order = reorder_steps(steps, sizes, alignment=alignment, **io) if reorder else list(steps)
+    buffers = lifetimes(order, sizes, **io)
+    result = plan(buffers, algorithm=algorithm, alignment=alignment, time_limit_s=time_limit_s)
+    return Schedule(tuple(order), tuple(buffers), result, given, result.lower_bound)
