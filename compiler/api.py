@@ -1,7 +1,7 @@
 """``compiler.compile``: a PyTorch module → a cortex_m ``.pte`` (torch only; no executorch).
 
-    torch.export → fold BatchNorm → PT2E prepare (our quantizer and observers) → calibrate →
-    PT2E convert → lower to cortex_m calls → plan memory → serialize with refsim's writer
+torch.export → fold BatchNorm → PT2E prepare (our quantizer and observers) → calibrate →
+PT2E convert → lower to cortex_m calls → plan memory → serialize with refsim's writer
 """
 
 from __future__ import annotations
@@ -105,7 +105,9 @@ def compile(
 
     t0 = time.perf_counter()
     graph = lower(converted, tgt)
-    graph.layers[:0] = [Layer(name, "batch_norm", "folded", "into the conv/linear before it") for name in folded]
+    graph.layers[:0] = [
+        Layer(name, "batch_norm", "folded", "into the conv/linear before it") for name in folded
+    ]
     seconds["lower"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

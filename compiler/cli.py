@@ -47,7 +47,9 @@ def load_model(spec: str):
     if spec.startswith("zoo:"):
         name = spec[4:]
         if name not in zoo.MODELS:
-            raise ModelSpecError(f"unknown zoo model {name!r}: expected one of {', '.join(sorted(zoo.MODELS))}")
+            raise ModelSpecError(
+                f"unknown zoo model {name!r}: expected one of {', '.join(sorted(zoo.MODELS))}"
+            )
         z = zoo.MODELS[name]
         return zoo.build(z, channels_last=False), z.shape, z
     path_text, sep, factory = spec.rpartition(":")
@@ -82,7 +84,9 @@ def load_model(spec: str):
     return built, None, None
 
 
-def calibration_samples(path: Path | None, random_count: int | None, shape: tuple[int, ...], zoo_spec, seed: int):
+def calibration_samples(
+    path: Path | None, random_count: int | None, shape: tuple[int, ...], zoo_spec, seed: int
+):
     """A list of input tensors: from an npz (``input0`` [N, ...] or every array one batch of
     samples), N seeded uniform [-1, 1) draws, or the zoo's own calibration set."""
     import torch
@@ -103,7 +107,9 @@ def calibration_samples(path: Path | None, random_count: int | None, shape: tupl
             elif a.shape[1:] == shape[1:]:
                 samples += [torch.from_numpy(a[k : k + shape[0]]) for k in range(0, len(a), shape[0])]
             else:
-                raise CompileError(f"--calibration: array of shape {list(a.shape)} does not match input shape {list(shape)}")
+                raise CompileError(
+                    f"--calibration: array of shape {list(a.shape)} does not match input shape {list(shape)}"
+                )
         return samples
     if random_count is None and zoo_spec is not None:
         from compiler import zoo
@@ -117,14 +123,28 @@ def calibration_samples(path: Path | None, random_count: int | None, shape: tupl
 
 
 def compile_command(
-    model: Annotated[str, typer.Argument(help="MODULE.py:FACTORY (a function returning an nn.Module) or zoo:NAME.")],
+    model: Annotated[
+        str, typer.Argument(help="MODULE.py:FACTORY (a function returning an nn.Module) or zoo:NAME.")
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="The .pte to write.")],
-    input_shape: Annotated[str | None, typer.Option("--input-shape", help="e.g. 1,1,49,10 (zoo models know theirs).")] = None,
-    target: Annotated[str, typer.Option("--target", help="cortex-m55, cortex-m4, cortex-m85, cortex-m7, ...")] = "cortex-m55",
-    calibration: Annotated[Path | None, typer.Option("--calibration", help="npz of calibration inputs.")] = None,
-    calibration_random: Annotated[int | None, typer.Option("--calibration-random", help="N random inputs in [-1, 1).")] = None,
-    planner: Annotated[str, typer.Option("--planner", help="Memory planner (see docs/compiler.md) or best.")] = "best",
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the compile report as JSON.")] = None,
+    input_shape: Annotated[
+        str | None, typer.Option("--input-shape", help="e.g. 1,1,49,10 (zoo models know theirs).")
+    ] = None,
+    target: Annotated[
+        str, typer.Option("--target", help="cortex-m55, cortex-m4, cortex-m85, cortex-m7, ...")
+    ] = "cortex-m55",
+    calibration: Annotated[
+        Path | None, typer.Option("--calibration", help="npz of calibration inputs.")
+    ] = None,
+    calibration_random: Annotated[
+        int | None, typer.Option("--calibration-random", help="N random inputs in [-1, 1).")
+    ] = None,
+    planner: Annotated[
+        str, typer.Option("--planner", help="Memory planner (see docs/compiler.md) or best.")
+    ] = "best",
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the compile report as JSON.")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --calibration-random.")] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary tables.")] = False,
 ) -> None:
@@ -138,12 +158,16 @@ def compile_command(
         from compiler.planner import ALGORITHMS
         from compiler.targets import get_target
     except ImportError as exc:
-        raise CompileError(f"refsim compile needs torch and torchao (pip install 'refsim[compile]'): {exc}") from None
+        raise CompileError(
+            f"refsim compile needs torch and torchao (pip install 'refsim[compile]'): {exc}"
+        ) from None
 
     started = time.perf_counter()
     tgt = get_target(target)
     if planner != "best" and planner not in ALGORITHMS:
-        raise CompileError(f"--planner: unknown {planner!r}; expected one of {', '.join([*ALGORITHMS, 'best'])}")
+        raise CompileError(
+            f"--planner: unknown {planner!r}; expected one of {', '.join([*ALGORITHMS, 'best'])}"
+        )
     if calibration is not None and calibration_random is not None:
         raise CompileError("give either --calibration or --calibration-random, not both")
     module, default_shape, zoo_spec = load_model(model)
@@ -156,7 +180,9 @@ def compile_command(
     if not samples:
         raise CompileError("calibration data is empty")
     if tuple(samples[0].shape) != shape:
-        raise CompileError(f"calibration inputs have shape {list(samples[0].shape)}, --input-shape is {list(shape)}")
+        raise CompileError(
+            f"calibration inputs have shape {list(samples[0].shape)}, --input-shape is {list(shape)}"
+        )
     example = samples[0]
     columns = (TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=quiet) as bar:
@@ -204,9 +230,14 @@ def compile_report(result, model: str, output: Path, elapsed: float) -> dict:
                 result.graph.tensors[s].nbytes for call in result.graph.calls for s in call.scratch
             ),
         },
-        "layers": [{"name": x.name, "op": x.op, "status": x.status, "detail": x.detail} for x in result.layers],
+        "layers": [
+            {"name": x.name, "op": x.op, "status": x.status, "detail": x.detail} for x in result.layers
+        ],
         "ops": [c.op for c in result.graph.calls],
-        "io": {k: (None if v is None else {"scale": v[0], "zero_point": v[1]}) for k, v in result.io_quantization().items()},
+        "io": {
+            k: (None if v is None else {"scale": v[0], "zero_point": v[1]})
+            for k, v in result.io_quantization().items()
+        },
         "seconds": {"total": elapsed, **result.seconds},
     }
 
@@ -226,4 +257,6 @@ def print_summary(console, result, report: dict) -> None:
         over = p["arena_bytes"] / p["lower_bound"] - 1 if p["lower_bound"] else 0.0
         memory.add_row(name, f"{p['arena_bytes']:,}", f"{p['lower_bound']:,}", f"{over:.1%}")
     console.print(memory)
-    console.print(f"constants {report['constant_bytes']:,} B, scratch {report['memory']['scratch_bytes']:,} B planned with the activations")
+    console.print(
+        f"constants {report['constant_bytes']:,} B, scratch {report['memory']['scratch_bytes']:,} B planned with the activations"
+    )

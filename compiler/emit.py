@@ -62,7 +62,11 @@ def _container_meta(n_inputs: int, n_outputs: int) -> m.ContainerMetadata:
     args = {"type": "builtins.tuple", "context": "null", "children_spec": [leaf] * n_inputs}
     kwargs = {"type": "builtins.dict", "context": "[]", "children_spec": []}
     inputs = [1, {"type": "builtins.tuple", "context": "null", "children_spec": [args, kwargs]}]
-    out = leaf if n_outputs == 1 else {"type": "builtins.tuple", "context": "null", "children_spec": [leaf] * n_outputs}
+    out = (
+        leaf
+        if n_outputs == 1
+        else {"type": "builtins.tuple", "context": "null", "children_spec": [leaf] * n_outputs}
+    )
     return m.ContainerMetadata(json.dumps(inputs), json.dumps([1, out]))
 
 
@@ -88,7 +92,9 @@ def build_program(graph: Graph, offsets: dict[str, int], arena_bytes: int) -> tu
         else:
             allocation = m.Allocation(1, offsets[graph.storage(name)])
         tensor_index[name] = values.add(
-            m.Tensor(t.dtype, tuple(t.sizes), tuple(t.dim_order), data_buffer_idx=data_idx, allocation=allocation)
+            m.Tensor(
+                t.dtype, tuple(t.sizes), tuple(t.dim_order), data_buffer_idx=data_idx, allocation=allocation
+            )
         )
 
     def arg_value(a) -> int:
@@ -146,7 +152,9 @@ def _io_methods(graph: Graph) -> list[m.ExecutionPlan]:
                 ("dtype", m.Int(int(m.ScalarType.INT8))),
             )
             for field_name, value in fields:
-                methods.append(m.ExecutionPlan(name=f"forward_{kind}{k}_{field_name}", values=(value,), outputs=(0,)))
+                methods.append(
+                    m.ExecutionPlan(name=f"forward_{kind}{k}_{field_name}", values=(value,), outputs=(0,))
+                )
     return methods
 
 

@@ -47,7 +47,9 @@ def _io(program: Program, name: str) -> tuple[float, int] | None:
     methods = program.method_names
     if f"forward_{name}_scale" not in methods:
         return None
-    return float(program.constant_method(f"forward_{name}_scale")), int(program.constant_method(f"forward_{name}_zp"))
+    return float(program.constant_method(f"forward_{name}_scale")), int(
+        program.constant_method(f"forward_{name}_zp")
+    )
 
 
 def agreement(reference: np.ndarray, test: np.ndarray) -> Agreement:

@@ -34,6 +34,7 @@ when refsim has them; otherwise `UnsupportedLayerError` names the layer.
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import torch
 from torch import fx
@@ -117,7 +118,9 @@ class Lowering:
 
     def define_output(self, node: fx.Node, q: fx.Node, name: str | None = None) -> tuple[str, float, int]:
         scale, zp = float(q.args[1]), int(q.args[2])
-        tensor = self.new_tensor(name or node.name, ScalarType.INT8, self.val(q).shape, scale=scale, zero_point=zp)
+        tensor = self.new_tensor(
+            name or node.name, ScalarType.INT8, self.val(q).shape, scale=scale, zero_point=zp
+        )
         self.quantized[q] = tensor
         self.done.add(q)
         return tensor, scale, zp
@@ -126,7 +129,14 @@ class Lowering:
         self.graph.calls.append(L.make_call(op, args, out, layer, scratch))
 
     def layer(self, node: fx.Node, status: str, detail: str = "") -> None:
-        self.graph.layers.append(Layer(node.name, str(node.target).split(".")[-2] if "." in str(node.target) else str(node.target), status, detail))
+        self.graph.layers.append(
+            Layer(
+                node.name,
+                str(node.target).split(".")[-2] if "." in str(node.target) else str(node.target),
+                status,
+                detail,
+            )
+        )
 
     # --- the walk --------------------------------------------------------------------------------
 
@@ -163,7 +173,9 @@ class Lowering:
                 self.quantized[q] = tensor
                 self.done.add(q)
         else:
-            tensor = self.new_tensor(f"input{len(self.graph.inputs)}", ScalarType.FLOAT32, self.val(node).shape)
+            tensor = self.new_tensor(
+                f"input{len(self.graph.inputs)}", ScalarType.FLOAT32, self.val(node).shape
+            )
             self.floats[node] = tensor
         self.graph.inputs.append(tensor)
 

@@ -84,7 +84,9 @@ def _weight(lw: Lowering, node: fx.Node) -> tuple[np.ndarray, np.ndarray]:
         scales = lw.attr(dq.args[1]).double().numpy()
         zps = lw.attr(dq.args[2]).numpy()
         if int(dq.args[3]) != 0:
-            raise UnsupportedLayerError(f"{node.name}: per-channel weights along axis {dq.args[3]}, expected 0")
+            raise UnsupportedLayerError(
+                f"{node.name}: per-channel weights along axis {dq.args[3]}, expected 0"
+            )
     else:
         scales = np.full(w.shape[0], float(dq.args[1]))
         zps = np.full(w.shape[0], int(dq.args[2]))
@@ -144,12 +146,16 @@ def lower_conv(lw: Lowering, node: fx.Node) -> None:
         weight = np.ascontiguousarray(w.transpose(1, 2, 3, 0))  # [1, KH, KW, C_OUT]
         params = DwConvParams(ch_mult=c_out // c_in, **common)
         filter_dims = Dims(1, kh, kw, c_out)
-        need = kdw.depthwise_conv_wrapper_s8_get_buffer_size(params, input_dims, filter_dims, output_dims, lw.target.isa)
+        need = kdw.depthwise_conv_wrapper_s8_get_buffer_size(
+            params, input_dims, filter_dims, output_dims, lw.target.isa
+        )
     else:
         weight = np.ascontiguousarray(w.transpose(0, 2, 3, 1))  # OHWI
         params = ConvParams(**common)
         filter_dims = Dims(c_out, kh, kw, w.shape[1])
-        need = kconv.convolve_wrapper_s8_get_buffer_size(params, input_dims, filter_dims, output_dims, lw.target.isa)
+        need = kconv.convolve_wrapper_s8_get_buffer_size(
+            params, input_dims, filter_dims, output_dims, lw.target.isa
+        )
     scratch = lw.scratch(f"{node.name}_scratch", need)
     head = (
         TensorArg(x),
@@ -169,7 +175,9 @@ def lower_conv(lw: Lowering, node: fx.Node) -> None:
         TensorArg(scratch),
     )
     if depthwise:
-        lw.call("cortex_m::quantized_depthwise_conv2d", (*head, c_out // c_in, *tail), out, node.name, (scratch,))
+        lw.call(
+            "cortex_m::quantized_depthwise_conv2d", (*head, c_out // c_in, *tail), out, node.name, (scratch,)
+        )
     else:
         lw.call("cortex_m::quantized_conv2d", (*head, *tail), out, node.name, (scratch,))
     kind = f"depthwise ×{c_out // c_in}" if depthwise else "conv"
@@ -199,7 +207,9 @@ def lower_linear(lw: Lowering, node: fx.Node) -> None:
         ksum_arg = None
     args = (TensorArg(x), weights, bias_arg, ksum_arg, -in_zp, 0, out_zp, (mult,), (shift,), amax, amin)
     lw.call("cortex_m::quantized_linear", args, out, node.name)
-    lw.layer(node, "int8", f"linear {w.shape[1]}→{w.shape[0]}" + (f" + {act.name}" if act is not None else ""))
+    lw.layer(
+        node, "int8", f"linear {w.shape[1]}→{w.shape[0]}" + (f" + {act.name}" if act is not None else "")
+    )
     if act is not None:
         lw.layer(act, "fused", f"into {node.name} [{amin}, {amax}]")
 
@@ -240,7 +250,9 @@ def _shared_output(lw: Lowering, node: fx.Node, scale: float, zp: int) -> str:
     return out
 
 
-def _pad_call(lw: Lowering, node_name: str, x: str, pre: list[int], post: list[int], value: int, sizes) -> str:
+def _pad_call(
+    lw: Lowering, node_name: str, x: str, pre: list[int], post: list[int], value: int, sizes
+) -> str:
     """``cortex_m::pad`` with logical [N, C, H, W] pads given, emitted in physical order."""
     info = lw.graph.tensors[x]
     order = info.dim_order
@@ -254,7 +266,9 @@ def _pad_call(lw: Lowering, node_name: str, x: str, pre: list[int], post: list[i
 def lower_pad(lw: Lowering, node: fx.Node) -> None:
     x, scale, zp = lw.int8_input(node.args[0])
     pads = [int(p) for p in node.args[1]]
-    mode = _arg(node, 2, node.kwargs.get("mode", "constant")) if node.target == aten.pad.default else "constant"
+    mode = (
+        _arg(node, 2, node.kwargs.get("mode", "constant")) if node.target == aten.pad.default else "constant"
+    )
     value = _arg(node, 3 if node.target == aten.pad.default else 2, node.kwargs.get("value", 0.0)) or 0.0
     if mode != "constant" or any(p < 0 for p in pads):
         raise UnsupportedLayerError(f"{node.name}: only non-negative constant padding is lowered")
@@ -266,6 +280,8 @@ def lower_pad(lw: Lowering, node: fx.Node) -> None:
         pre[3 - i], post[3 - i] = pads[2 * i], pads[2 * i + 1]
     qvalue = clamp_bound(float(value), scale, zp, INT8_MIN, INT8_MAX)
     q, act = lw.output_quantize(node)
+    if act is not None:
+        raise UnsupportedLayerError(f"{node.name}: an activation after a pad is not fused")
     out = _pad_call(lw, node.name, x, pre, post, qvalue, lw.val(q).shape)
     lw.quantized[q] = out
     lw.done.add(q)
@@ -301,7 +317,9 @@ def lower_avg_pool(lw: Lowering, node: fx.Node) -> None:
         padding = (0, 0)
     mult, shift = quantize_multiplier(scale)
     out_w, channels = lw.graph.tensors[out].sizes[3], lw.graph.tensors[x].sizes[1]
-    scratch = lw.scratch(f"{node.name}_scratch", kpool.avgpool_s8_get_buffer_size(out_w, channels, lw.target.isa))
+    scratch = lw.scratch(
+        f"{node.name}_scratch", kpool.avgpool_s8_get_buffer_size(out_w, channels, lw.target.isa)
+    )
     args = (TensorArg(x), kernel, stride, padding, ceil_mode, zp, mult, shift, TensorArg(scratch))
     lw.call("cortex_m::quantized_avg_pool2d", args, out, node.name, (scratch,))
     lw.layer(node, "int8", f"avg pool {kernel[0]}x{kernel[1]}")
@@ -327,6 +345,10 @@ def lower_softmax(lw: Lowering, node: fx.Node) -> None:
         raise UnsupportedLayerError(f"{node.name}: softmax over dim {dim} (the last dim only)")
     q, _ = lw.output_quantize(node)
     out, so, zo = lw.define_output(node, q)
+    if (so, zo) != (1 / 256, -128):
+        raise UnsupportedLayerError(
+            f"{node.name}: softmax output quantized at ({so}, {zo}), CMSIS-NN needs (1/256, -128)"
+        )
     mult, shift, diff_min = softmax_params(1.0, scale)
     lw.call("cortex_m::softmax", (TensorArg(x), dim, zp, zo, mult, shift, diff_min), out, node.name)
     lw.layer(node, "int8", "softmax (CMSIS-NN s8)")
@@ -389,11 +411,18 @@ def lower_fp32(lw: Lowering, node: fx.Node, why: str) -> None:
     """``node`` on a refsim portable fp32 kernel, between dequantize and quantize."""
     entry = FP32_OPS.get(node.target)
     if entry is None:
-        raise UnsupportedLayerError(f"layer {node.name} ({node.target}): {why}, and refsim has no fp32 kernel for it")
+        raise UnsupportedLayerError(
+            f"layer {node.name} ({node.target}): {why}, and refsim has no fp32 kernel for it"
+        )
     for a in node.args:
-        if isinstance(a, fx.Node) and a.target != torch.ops.quantized_decomposed.dequantize_per_tensor.default:
+        if (
+            isinstance(a, fx.Node)
+            and a.target != torch.ops.quantized_decomposed.dequantize_per_tensor.default
+        ):
             if a not in lw.floats:
-                raise UnsupportedLayerError(f"layer {node.name}: input {a.name} is not a tensor of the program")
+                raise UnsupportedLayerError(
+                    f"layer {node.name}: input {a.name} is not a tensor of the program"
+                )
     op, build = entry
     args = build(node, lambda a: TensorArg(lw.float_input(a)) if isinstance(a, fx.Node) else a)
     first = next(a for a in args if isinstance(a, TensorArg))

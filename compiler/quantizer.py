@@ -28,7 +28,12 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
-from torchao.quantization.pt2e import HistogramObserver, MinMaxObserver, ObserverBase, PerChannelMinMaxObserver
+from torchao.quantization.pt2e import (
+    HistogramObserver,
+    MinMaxObserver,
+    ObserverBase,
+    PerChannelMinMaxObserver,
+)
 from torchao.quantization.pt2e.quantizer import (
     FixedQParamsQuantizationSpec,
     QuantizationAnnotation,
@@ -185,7 +190,11 @@ EXECUTORCH_SPECS = {
         ch_axis=0,
     ),
 }
-OWN_SPECS = {"activation": ACTIVATION, "weight_per_tensor": WEIGHT_PER_TENSOR, "weight_per_channel": WEIGHT_PER_CHANNEL}
+OWN_SPECS = {
+    "activation": ACTIVATION,
+    "weight_per_tensor": WEIGHT_PER_TENSOR,
+    "weight_per_channel": WEIGHT_PER_CHANNEL,
+}
 OBSERVERS = {"cmsis": OWN_SPECS, "executorch": EXECUTORCH_SPECS}
 
 SOFTMAX_OUTPUT = FixedQParamsQuantizationSpec(

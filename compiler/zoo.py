@@ -172,7 +172,9 @@ MODELS = {
 # --- deterministic weights and data ------------------------------------------------------------
 
 
-def sample(spec: Spec, generator: torch.Generator, batch: int = 1, channels_last: bool = True) -> torch.Tensor:
+def sample(
+    spec: Spec, generator: torch.Generator, batch: int = 1, channels_last: bool = True
+) -> torch.Tensor:
     """Uniform in [-1, 1), channels-last for images unless told otherwise (what the legacy
     cortex_m layout of ExecuTorch wants; the values do not depend on it)."""
     x = torch.rand((batch, *spec.shape[1:]), generator=generator) * 2 - 1
@@ -208,7 +210,9 @@ def build(spec: Spec, channels_last: bool = True, bn_beta: float = BN_BETA) -> n
     return model.to(memory_format=torch.channels_last) if spec.image and channels_last else model
 
 
-def calibration(spec: Spec, count: int = CALIBRATION_SAMPLES, channels_last: bool = True) -> list[torch.Tensor]:
+def calibration(
+    spec: Spec, count: int = CALIBRATION_SAMPLES, channels_last: bool = True
+) -> list[torch.Tensor]:
     """The seeded calibration inputs (the first ``count`` are the same whatever ``count``)."""
     generator = torch.Generator().manual_seed(SEED + 2)
     return [sample(spec, generator, channels_last=channels_last) for _ in range(count)]
@@ -221,5 +225,3 @@ def evaluation_input(spec: Spec, channels_last: bool = True) -> torch.Tensor:
 def evaluation_set(spec: Spec, count: int = 256) -> torch.Tensor:
     """``count`` inputs drawn like the calibration data but from another seed, one batch (NCHW)."""
     return sample(spec, torch.Generator().manual_seed(SEED + 4), batch=count, channels_last=False)
-
-

@@ -13,9 +13,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "models"))
-import make_models  # noqa: E402
+import make_models
 
-from compiler import zoo  # noqa: E402
+from compiler import zoo
 
 
 def export(name: str, cpu: str, samples: list[torch.Tensor]) -> bytes:

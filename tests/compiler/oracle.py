@@ -65,7 +65,11 @@ class Oracle:
             self.put(name, x)
         for call in self.g.calls:
             args = [
-                None if isinstance(a, TensorArg) and a.name in call.scratch else self.get(a.name) if isinstance(a, TensorArg) else a
+                None
+                if isinstance(a, TensorArg) and a.name in call.scratch
+                else self.get(a.name)
+                if isinstance(a, TensorArg)
+                else a
                 for a in call.args
             ]
             op = call.op.split("::")[1]
@@ -89,13 +93,17 @@ class Oracle:
         groups = x.shape[1] // w.shape[3]
         return self._conv(x, weight, b, stride, padding, dilation, groups, in_off, out_off, m, s, lo, hi)
 
-    def quantized_depthwise_conv2d(self, call, x, w, b, stride, padding, dilation, mult, in_off, out_off, m, s, lo, hi, _):
+    def quantized_depthwise_conv2d(
+        self, call, x, w, b, stride, padding, dilation, mult, in_off, out_off, m, s, lo, hi, _
+    ):
         weight = torch.from_numpy(w[0].transpose(2, 0, 1)[:, None].astype(np.float64))  # [C_OUT, 1, KH, KW]
         return self._conv(x, weight, b, stride, padding, dilation, x.shape[1], in_off, out_off, m, s, lo, hi)
 
     def _conv(self, x, weight, b, stride, padding, dilation, groups, in_off, out_off, m, s, lo, hi):
         xs = torch.from_numpy(x.astype(np.float64) + in_off)
-        acc = torch.nn.functional.conv2d(xs, weight, None, tuple(stride), tuple(padding), tuple(dilation), groups)
+        acc = torch.nn.functional.conv2d(
+            xs, weight, None, tuple(stride), tuple(padding), tuple(dilation), groups
+        )
         acc = acc.numpy().astype(np.int64)
         if b is not None:
             acc = acc + b.astype(np.int64)[None, :, None, None]
@@ -125,11 +133,15 @@ class Oracle:
         out = np.empty(out_shape, np.int64)
         for i in range(out_shape[2]):
             for j in range(out_shape[3]):
-                window = xi[:, :, i * stride[0] : i * stride[0] + kernel[0], j * stride[1] : j * stride[1] + kernel[1]]
+                window = xi[
+                    :, :, i * stride[0] : i * stride[0] + kernel[0], j * stride[1] : j * stride[1] + kernel[1]
+                ]
                 total = window.sum(axis=(2, 3))
                 count = window.shape[2] * window.shape[3]
                 # round half away from zero, C division
-                rounded = np.where(total > 0, (total + count // 2) // count, -((-total + count // 2) // count))
+                rounded = np.where(
+                    total > 0, (total + count // 2) // count, -((-total + count // 2) // count)
+                )
                 out[:, :, i, j] = rounded
         return np.clip(out, -128, 127).astype(np.int8)
 

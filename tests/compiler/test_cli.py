@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("torchao")
 
-from refsim.cli import main  # noqa: E402
-from refsim.runtime import Program  # noqa: E402
+from refsim.cli import main
+from refsim.runtime import Program
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "compile_example.py"
 
@@ -40,7 +40,9 @@ def test_compile_module_file_with_npz_calibration(tmp_path):
     np.savez(calibration, input0=rng.uniform(-1, 1, (8, 3, 32, 32)).astype(np.float32))
     out = tmp_path / "example.pte"
     args = ["compile", f"{EXAMPLE}:make_model", "--input-shape", "1,3,32,32", "--target", "cortex-m4"]
-    assert main([*args, "--calibration", str(calibration), "--planner", "first_fit", "-o", str(out), "-q"]) == 0
+    assert (
+        main([*args, "--calibration", str(calibration), "--planner", "first_fit", "-o", str(out), "-q"]) == 0
+    )
     assert Program.load(out).method("forward") is not None
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("torchao")
 pytest.importorskip("executorch.runtime")
 
 from executorch.runtime import Runtime  # noqa: E402
@@ -28,7 +29,7 @@ from refsim.pte import load_program  # noqa: E402
 from refsim.pte import model as m  # noqa: E402
 from refsim.runtime import Program  # noqa: E402
 from tests.compiler import executorch_flow  # noqa: E402
-from tests.compiler.conftest import compiled  # noqa: E402
+from tests.compiler.zoo_cache import compiled  # noqa: E402
 
 
 @functools.cache
@@ -43,7 +44,11 @@ def ours_with_executorch_observers(name: str) -> bytes:
     # summation order changes observed ranges in the last bit otherwise
     samples = zoo.calibration(spec, channels_last=True)
     return compile(
-        zoo.build(spec, channels_last=True), (samples[0],), target="cortex-m55", calibration=samples, observers="executorch"
+        zoo.build(spec, channels_last=True),
+        (samples[0],),
+        target="cortex-m55",
+        calibration=samples,
+        observers="executorch",
     ).pte
 
 
@@ -56,7 +61,9 @@ def _calls(data: bytes) -> list[tuple[str, list]]:
         for index in ins.args[:-2]:
             v = plan.values[index]
             if isinstance(v, m.Tensor):
-                args.append(np.asarray(pf.constant_data(v)).copy() if v.data_buffer_idx else ("planned", v.sizes))
+                args.append(
+                    np.asarray(pf.constant_data(v)).copy() if v.data_buffer_idx else ("planned", v.sizes)
+                )
             elif isinstance(v, m.IntList):
                 args.append(tuple(plan.values[i].value for i in v.items))
             else:
@@ -72,7 +79,9 @@ def _max_lsb(a: bytes, b: bytes, name: str, count: int = 16) -> int:
         outs = []
         for p in (pa, pb):
             s, z = p.constant_method("forward_input0_scale"), p.constant_method("forward_input0_zp")
-            outs.append(p.method("forward").execute([quantize_per_tensor(x[None], s, z, -128, 127, np.int8)])[0])
+            outs.append(
+                p.method("forward").execute([quantize_per_tensor(x[None], s, z, -128, 127, np.int8)])[0]
+            )
         worst = max(worst, int(np.abs(outs[0].astype(np.int32) - outs[1].astype(np.int32)).max()))
     return worst
 

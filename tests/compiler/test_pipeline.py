@@ -82,7 +82,11 @@ def test_layer_without_int8_form_stays_fp32_between_dequantize_and_quantize():
     assert [x.status for x in result.layers if x.op == "mul"] == ["fp32"]
     ops = [c.op for c in result.graph.calls]
     assert ops == [
-        "cortex_m::quantized_linear", "cortex_m::dequantize_per_tensor", "aten::mul", "cortex_m::quantize_per_tensor", "cortex_m::quantized_linear",
+        "cortex_m::quantized_linear",
+        "cortex_m::dequantize_per_tensor",
+        "aten::mul",
+        "cortex_m::quantize_per_tensor",
+        "cortex_m::quantized_linear",
     ]  # fmt: skip  (y * y reads one dequantized tensor twice)
     xs = torch.cat(_samples((1, 16), 32, 5))
     with torch.no_grad():
@@ -118,6 +122,8 @@ r = compile(m, (x,), target="cortex-m4", calibration=[x], path={str(tmp_path / "
 assert not [k for k in sys.modules if k.startswith("executorch.")]
 print("ok", len(r.pte))
 """
-    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.startswith("ok")

@@ -9,16 +9,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.compiler.conftest import TARGETS, compiled, float_outputs
+pytest.importorskip("torch")
+pytest.importorskip("torchao")
 
-from compiler import zoo  # noqa: E402  (conftest skipped us already without torch)
-from compiler.evaluate import agreement, run_float_inputs  # noqa: E402
-from kernels_py.quantize import quantize_per_tensor  # noqa: E402
-from refsim.runtime import Program  # noqa: E402
-from tests.compiler.oracle import Oracle  # noqa: E402
+from compiler import zoo
+from compiler.evaluate import agreement, run_float_inputs
+from kernels_py.quantize import quantize_per_tensor
+from refsim.runtime import Program
+from tests.compiler.oracle import Oracle
+from tests.compiler.zoo_cache import TARGETS, compiled, float_outputs
 
 MODELS = sorted(zoo.MODELS)
-BUNDLED = json.loads((Path(__file__).resolve().parents[2] / "examples" / "models" / "models.json").read_text())
+BUNDLED = json.loads(
+    (Path(__file__).resolve().parents[2] / "examples" / "models" / "models.json").read_text()
+)
 #: ExecuTorch 1.5.1's own arena for the same architecture (examples/models, its greedy planner).
 EXECUTORCH_ARENA = {(k, "cortex-m55"): v["arena_bytes"][0] for k, v in BUNDLED.items() if k in zoo.MODELS}
 EXECUTORCH_ARENA[("kws", "cortex-m4")] = BUNDLED["kws_m4"]["arena_bytes"][0]
@@ -72,11 +76,14 @@ def test_mve_and_dsp_programs_differ_as_the_tiers_need():
     """Same weights and quantization; MVE linear carries kernel sums, DSP the bias; scratch
     sizes follow each tier's get_buffer_size (KWS: MVE depthwise scratch, DSP none)."""
     mve, dsp = compiled("kws", "cortex-m55"), compiled("kws", "cortex-m4")
-    linear = {r.target.isa: next(c for c in r.graph.calls if c.op.endswith("quantized_linear")) for r in (mve, dsp)}
+    linear = {
+        r.target.isa: next(c for c in r.graph.calls if c.op.endswith("quantized_linear")) for r in (mve, dsp)
+    }
     assert linear["mve"].args[2] is None and linear["mve"].args[3] is not None
     assert linear["dsp"].args[2] is not None and linear["dsp"].args[3] is None
     scratch = {
-        r.target.isa: [r.graph.tensors[s].nbytes for c in r.graph.calls for s in c.scratch] for r in (mve, dsp)
+        r.target.isa: [r.graph.tensors[s].nbytes for c in r.graph.calls for s in c.scratch]
+        for r in (mve, dsp)
     }
     assert max(scratch["mve"]) == 4464 and max(scratch["dsp"]) == 256
     assert mve.arena_bytes == 20464 and dsp.arena_bytes == 16000
