@@ -63,6 +63,7 @@ def compile(
     calibration: Iterable | None = None,
     planner: str = "best",
     observers: str = "cmsis",
+    reorder: bool = False,
     path=None,
     progress: Callable[[int], None] | None = None,
 ) -> CompileResult:
@@ -72,7 +73,8 @@ def compile(
     observed model; default: the example inputs alone (a poor calibration, but a valid one).
     ``progress(k)`` is called after each calibration sample. ``planner``: a name of
     ``compiler.planner.ALGORITHMS`` or ``"best"``. ``observers``: ``"cmsis"`` (ours) or
-    ``"executorch"`` (ExecuTorch's CortexMQuantizer observers, for comparisons).
+    ``"executorch"`` (ExecuTorch's CortexMQuantizer observers, for comparisons). ``reorder``:
+    let the planner reorder independent calls to lower the peak before planning.
     """
     tgt = get_target(target)
     example = _as_tuple(example_inputs)
@@ -111,7 +113,7 @@ def compile(
     seconds["lower"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    planned = plan_memory(graph, planner)
+    planned = plan_memory(graph, planner, reorder=reorder)
     seconds["plan"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     data = serialize(graph, planned, path)

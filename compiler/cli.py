@@ -142,6 +142,9 @@ def compile_command(
     planner: Annotated[
         str, typer.Option("--planner", help="Memory planner (see docs/compiler.md) or best.")
     ] = "best",
+    reorder: Annotated[
+        bool, typer.Option("--reorder", help="Reorder independent layers to lower the peak.")
+    ] = False,
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the compile report as JSON.")
     ] = None,
@@ -193,6 +196,7 @@ def compile_command(
             target=tgt,
             calibration=samples,
             planner=planner,
+            reorder=reorder,
             path=output,
             progress=lambda k: bar.update(task, completed=k),
         )

@@ -32,7 +32,27 @@ class Planned:
     buffers: list[planner.Buffer]
 
 
-def plan_memory(graph: Graph, algorithm: str = "best") -> Planned:
+def plan_memory(graph: Graph, algorithm: str = "best", *, reorder: bool = False) -> Planned:
+    """Plan every activation and scratch buffer of ``graph``. ``reorder``: first let
+    ``planner.reorder`` pick a topological order of the calls with a lower peak (the calls of
+    ``graph`` are then put in that order)."""
+    io = {
+        "graph_inputs": [graph.storage(n) for n in graph.inputs],
+        "graph_outputs": [graph.storage(n) for n in graph.outputs],
+    }
+    steps, sizes = _steps(graph)
+    if reorder:
+        order = planner.reorder(steps, sizes, **io)
+        graph.calls[:] = [graph.calls[int(step.name.split(":")[0])] for step in order]
+        steps, sizes = _steps(graph)
+    buffers = planner.lifetimes(steps, sizes, **io)
+    plans = planner.plan_all(buffers)
+    chosen = planner.plan(buffers, algorithm=algorithm)
+    return Planned(chosen, plans, steps, buffers)
+
+
+def _steps(graph: Graph) -> tuple[list[planner.Step], dict[str, int]]:
+    """The planner's view of the calls: per call the planned buffers read and written."""
     planned = {name for name, t in graph.tensors.items() if t.planned}
     steps = []
     for k, call in enumerate(graph.calls):
@@ -44,16 +64,7 @@ def plan_memory(graph: Graph, algorithm: str = "best") -> Planned:
                     reads.append(base)
         writes = (graph.storage(call.out), *call.scratch)
         steps.append(planner.Step(f"{k}:{call.op}", tuple(reads), writes))
-    sizes = {name: graph.tensors[name].nbytes for name in planned}
-    buffers = planner.lifetimes(
-        steps,
-        sizes,
-        graph_inputs=[graph.storage(n) for n in graph.inputs],
-        graph_outputs=[graph.storage(n) for n in graph.outputs],
-    )
-    plans = planner.plan_all(buffers)
-    chosen = planner.plan(buffers, algorithm=algorithm)
-    return Planned(chosen, plans, steps, buffers)
+    return steps, {name: graph.tensors[name].nbytes for name in planned}
 
 
 def _container_meta(n_inputs: int, n_outputs: int) -> m.ContainerMetadata:
