@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -154,6 +155,10 @@ def compile_command(
     """Compile a PyTorch model to an int8 cortex_m .pte (CMSIS-NN numerics, planned memory)."""
     from refsim.cli import console
 
+    # torchao logs its optional CUDA extensions failing to load, and torch a deprecation of
+    # torchao's pytree registration, on every import: noise for a compile on a CPU machine.
+    for name in ("torchao", "torch.utils._pytree"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     try:
         import torch  # noqa: F401
 
