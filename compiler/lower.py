@@ -33,8 +33,6 @@ when refsim has them; otherwise `UnsupportedLayerError` names the layer.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 from torch import fx
@@ -238,12 +236,6 @@ class Lowering:
 def lower(gm: fx.GraphModule, target: Target) -> Graph:
     """The `Graph` of a converted PT2E module for ``target``."""
     return Lowering(gm, target).run()
-
-
-def check_finite(name: str, value: float) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise UnsupportedLayerError(f"{name}: quantization scale {value} is not a positive number")
-    return value
 
 
 __all__ = ["Lowering", "lower"]
