@@ -18,6 +18,10 @@ INTEROP_VENV ?= .venv-interop
 IPY := $(INTEROP_VENV)/bin/python
 # Tests that need the real ExecuTorch (exporter and runtime) run in the interop venv.
 INTEROP_TESTS := tests/pte/test_interop.py tests/interop
+# The compiler's tests need torch + torchao (the `compile` extra), and its interop comparisons
+# ExecuTorch: they run in the interop venv too (in .venv they skip; the planner's tests run there).
+INTEROP_TESTS += tests/compiler/test_zoo.py tests/compiler/test_cli.py tests/compiler/test_pipeline.py \
+  tests/compiler/test_interop_executorch.py
 
 .PHONY: demo test test-main test-interop lint bench pte-fixtures apt-deps venv venv-interop clean conformance-long
 
@@ -50,10 +54,15 @@ apt-deps:
 	fi
 
 # The main job on a bundled model: what the KWS program holds, then one bit-exact inference.
-demo: venv
+# Then the compiler: KWS from PyTorch to a cortex-m55 program (torch lives in the interop venv),
+# run by the torch-free runtime.
+demo: venv venv-interop
 	$(VENV)/bin/refsim inspect examples/models/kws.pte
 	$(VENV)/bin/refsim run examples/models/kws.pte --inputs examples/models/kws.io.npz --json build/kws_report.json
 	@echo "report: build/kws_report.json"
+	$(INTEROP_VENV)/bin/refsim compile zoo:kws --target cortex-m55 -o build/kws_m55.pte --json build/kws_compile.json
+	$(VENV)/bin/refsim run build/kws_m55.pte --json build/kws_m55_report.json
+	@echo "compile report: build/kws_compile.json, run report: build/kws_m55_report.json"
 
 test: test-main test-interop
 
