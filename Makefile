@@ -11,6 +11,8 @@ PY     := $(VENV)/bin/python
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm flatbuffers-compiler gcc llvm-19
 # C++ headers for arm-none-eabi-g++: the sizeof probe of refsim/memory (tests/interop/test_sizeof.py).
 APT_PACKAGES += libstdc++-arm-none-eabi-newlib
+# cmake builds a CMSIS-NN checkout with its own CMake project (refsim conformance/calibrate --kernels-dir).
+APT_PACKAGES += cmake
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_WORKERS ?= 2
 
@@ -53,15 +55,17 @@ apt-deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# The main job on a bundled model: what the KWS program holds, then one bit-exact inference.
-# Then the compiler: KWS from PyTorch to a cortex-m55 program (torch lives in the interop venv),
-# run by the torch-free runtime.
+# The main job on a bundled model: what the KWS program holds, then one bit-exact inference with
+# its cycle estimate on a Cortex-M55 (the real CMSIS-NN's calibration). Then the compiler: KWS from
+# PyTorch to a cortex-m55 program (torch lives in the interop venv), run and estimated by the
+# torch-free runtime.
 demo: venv venv-interop
 	$(VENV)/bin/refsim inspect examples/models/kws.pte
-	$(VENV)/bin/refsim run examples/models/kws.pte --inputs examples/models/kws.io.npz --json build/kws_report.json
+	$(VENV)/bin/refsim run examples/models/kws.pte --inputs examples/models/kws.io.npz --isa mve --estimate-cycles \
+	  --plot build/kws_cycles.png --json build/kws_report.json
 	@echo "report: build/kws_report.json"
 	$(INTEROP_VENV)/bin/refsim compile zoo:kws --target cortex-m55 -o build/kws_m55.pte --json build/kws_compile.json
-	$(VENV)/bin/refsim run build/kws_m55.pte --json build/kws_m55_report.json
+	$(VENV)/bin/refsim run build/kws_m55.pte --estimate-cycles --json build/kws_m55_report.json
 	@echo "compile report: build/kws_compile.json, run report: build/kws_m55_report.json"
 
 test: test-main test-interop
