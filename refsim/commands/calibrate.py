@@ -318,8 +318,6 @@ def calibrate_core(
     harness = None
     available = None
     if kernels_dir is not None:
-        if model.arch == "armv6-m":
-            raise RefsimError(f"--kernels-dir on {model.name}: ARMv6-M library builds are not supported yet")
         from refsim.qemu.conformance import build_library_harness
 
         harness, available = build_library_harness(qcore, kernels_dir)

@@ -36,7 +36,7 @@ def _toolchain():
 def test_calibrations_are_shipped_for_every_core():
     every = {"cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "cortex-m85"}
     assert every <= set(KERNELS_C)
-    assert every - {"cortex-m0plus"} <= set(SHIPPED.get("cmsis-nn", ()))  # no ARMv6-M library build yet
+    assert every <= set(SHIPPED.get("cmsis-nn", ()))
 
 
 @pytest.mark.parametrize("library, core", PAIRS)
