@@ -1,5 +1,5 @@
 """One lowering rule per float op: the cortex_m call ExecuTorch 1.5.1 emits for it (see
-``compiler.lower`` for the conventions), and the fp32 fallback on refsim's portable kernels."""
+``compiler.lower`` for the conventions); the fp32 fallback is ``compiler.portable_float``."""
 
 from __future__ import annotations
 
@@ -26,11 +26,19 @@ if TYPE_CHECKING:
 aten = torch.ops.aten
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-__all__ = ["NCHW_AS_NHWC", "RULES", "lower_fp32", "make_call"]
+__all__ = ["NCHW_AS_NHWC", "RULES", "make_call"]
 
 
-def make_call(op: str, args: tuple, out: str, layer: str, scratch: tuple[str, ...] = ()) -> Call:
-    return Call(op, tuple(args), out, layer, tuple(scratch))
+def make_call(
+    op: str,
+    args: tuple,
+    out: str,
+    layer: str,
+    scratch: tuple[str, ...] = (),
+    overload: str = "out",
+    extra_outs: tuple[str, ...] = (),
+) -> Call:
+    return Call(op, tuple(args), out, layer, tuple(scratch), overload, tuple(extra_outs))
 
 
 def _pair(value, default) -> tuple[int, int]:
@@ -389,46 +397,3 @@ RULES = {
     aten.view.default: lower_view,
     aten.reshape.default: lower_view,
 }
-
-
-# --- fp32 fallback ---------------------------------------------------------------------------------
-
-#: float op -> (refsim portable op, how its schema arguments come from the node's)
-FP32_OPS = {
-    aten.add.Tensor: ("aten::add", lambda n, t: (t(n.args[0]), t(n.args[1]), n.kwargs.get("alpha", 1))),
-    aten.sub.Tensor: ("aten::sub", lambda n, t: (t(n.args[0]), t(n.args[1]), n.kwargs.get("alpha", 1))),
-    aten.mul.Tensor: ("aten::mul", lambda n, t: (t(n.args[0]), t(n.args[1]))),
-    aten.relu.default: ("aten::clamp", lambda n, t: (t(n.args[0]), 0.0, None)),
-    aten.hardtanh.default: (
-        "aten::hardtanh",
-        lambda n, t: (t(n.args[0]), float(_arg(n, 1, -1.0)), float(_arg(n, 2, 1.0))),
-    ),
-    aten.clamp.default: ("aten::clamp", lambda n, t: (t(n.args[0]), _arg(n, 1, None), _arg(n, 2, None))),
-}
-
-
-def lower_fp32(lw: Lowering, node: fx.Node, why: str) -> None:
-    """``node`` on a refsim portable fp32 kernel, between dequantize and quantize."""
-    entry = FP32_OPS.get(node.target)
-    if entry is None:
-        raise UnsupportedLayerError(
-            f"layer {node.name} ({node.target}): {why}, and refsim has no fp32 kernel for it"
-        )
-    for a in node.args:
-        if (
-            isinstance(a, fx.Node)
-            and a.target != torch.ops.quantized_decomposed.dequantize_per_tensor.default
-        ):
-            if a not in lw.floats:
-                raise UnsupportedLayerError(
-                    f"layer {node.name}: input {a.name} is not a tensor of the program"
-                )
-    op, build = entry
-    args = build(node, lambda a: TensorArg(lw.float_input(a)) if isinstance(a, fx.Node) else a)
-    first = next(a for a in args if isinstance(a, TensorArg))
-    sizes = tuple(int(s) for s in lw.val(node).shape)
-    out = lw.new_tensor(f"{node.name}_f32", ScalarType.FLOAT32, sizes)
-    lw.graph.tensors[out].dim_order = lw.graph.tensors[first.name].dim_order
-    lw.floats[node] = out
-    lw.call(op, args, out, node.name)
-    lw.layer(node, "fp32", why)

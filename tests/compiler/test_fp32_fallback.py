@@ -1,0 +1,164 @@
+"""Layers with no int8 cortex_m form stay fp32 on refsim's portable kernels: every such call
+computes what torch computes on the same inputs, the summary names each with its reason,
+and ExecuTorch's loader accepts the file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchao")
+
+from compiler.api import compile  # noqa: E402
+from compiler.evaluate import agreement, run_float_inputs  # noqa: E402
+from compiler.ir import TensorArg  # noqa: E402
+from kernels_py.quantize import quantize_per_tensor  # noqa: E402
+from refsim.runtime import Program  # noqa: E402
+
+FP32_LAYERS = {
+    "sigmoid", "tanh", "gelu", "hardswish", "exp", "neg", "conv_transpose2d", "mean", "bmm",
+    "sub", "div", "silu", "softmax", "max_pool2d", "permute", "cat",
+}  # fmt: skip
+
+
+class _Mixed(torch.nn.Module):
+    """int8 conv → fp32 island (sigmoid, tanh, gelu, hardswish, exp, transposed conv) → int8
+    conv → fp32 mean, bmm, softmax over a non-last dim, max pool with ceil_mode, cat, permute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(7)
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.conv2 = torch.nn.Conv2d(4, 6, 3)
+        self.fc = torch.nn.Linear(6, 5)
+
+    def forward(self, x):
+        y = self.conv(x)
+        a = torch.sigmoid(y) * torch.tanh(y) - torch.nn.functional.gelu(y) / 4.0
+        a = a + torch.nn.functional.hardswish(y) + torch.nn.functional.silu(y)
+        u = self.up(torch.exp(-a))
+        z = self.conv2(u)  # [1, 6, 14, 14]
+        p = torch.nn.functional.max_pool2d(z, 3, 2, ceil_mode=True)  # fp32: ceil_mode
+        s = torch.softmax(p, dim=1)
+        m = torch.cat([z.mean(dim=(2, 3)), s.permute(0, 2, 3, 1).mean(dim=(1, 2))], dim=1)  # [1, 12]
+        f = self.fc(m[:, :6] + m[:, 6:])
+        return torch.bmm(f.view(1, 5, 1), f.view(1, 1, 5))
+
+
+def _samples(shape, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.rand(shape, generator=g) * 2 - 1 for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    model = _Mixed().eval()
+    calibration = _samples((1, 3, 8, 8), 16, 1)
+    return model, compile(model, (calibration[0],), target="cortex-m55", calibration=calibration)
+
+
+def _torch_call(call, values: dict[str, np.ndarray]):
+    """The call through torch's own ``.out`` overload of the same schema, on the same inputs."""
+    ns, name = call.op.split("::")
+    overload = getattr(getattr(getattr(torch.ops, ns), name), call.overload)
+    schema = overload._schema
+    inputs = [a for a in schema.arguments if not a.is_out]
+    outs = [a for a in schema.arguments if a.is_out]
+
+    def value(a):
+        if isinstance(a, TensorArg):
+            return torch.from_numpy(values[a.name].copy())
+        if isinstance(a, tuple) and a and isinstance(a[0], TensorArg):
+            return [value(x) for x in a]
+        return list(a) if isinstance(a, tuple) else a
+
+    args, kwargs = [], {}
+    for spec, a in zip(inputs, call.args, strict=True):
+        (kwargs.__setitem__(spec.name, value(a)) if spec.kwarg_only else args.append(value(a)))
+    dtypes = [torch.int64 if o.name == "indices" else torch.float32 for o in outs]
+    for o, dtype in zip(outs, dtypes, strict=True):
+        kwargs[o.name] = torch.empty(0, dtype=dtype)
+    overload(*args, **kwargs)
+    return [kwargs[o.name].numpy() for o in outs]
+
+
+def _pairs(arg, value):
+    """(tensor name, TensorRef) for a TensorArg or a tensor list argument."""
+    if isinstance(arg, TensorArg):
+        return [(arg.name, value)]
+    if isinstance(arg, tuple) and arg and isinstance(arg[0], TensorArg):
+        return [(t.name, v) for t, v in zip(arg, value, strict=True)]
+    return []
+
+
+def test_layers_without_int8_form_run_fp32_and_match_torch(mixed):
+    model, result = mixed
+    fp32 = {x.name.rstrip("_0123456789") for x in result.layers if x.status == "fp32"}
+    assert fp32 >= FP32_LAYERS, FP32_LAYERS - fp32
+    assert all(
+        x.detail.startswith(("no int8", "not quantized"))
+        for x in result.layers
+        if x.status == "fp32"
+    )
+    ops = {(c.op, c.overload) for c in result.graph.calls}
+    assert ops >= {
+        ("aten::sigmoid", "out"), ("aten::tanh", "out"), ("aten::gelu", "out"), ("aten::hardswish", "out"),
+        ("aten::exp", "out"), ("aten::convolution", "out"), ("aten::mean", "out"), ("aten::bmm", "out"),
+        ("aten::_softmax", "out"), ("aten::max_pool2d_with_indices", "out"), ("aten::cat", "out"),
+        ("aten::permute_copy", "out"), ("aten::div", "out"), ("dim_order_ops::_to_dim_order_copy", "out"),
+    }  # fmt: skip
+    transposed = [c for c in result.graph.calls if c.op == "aten::convolution"]
+    assert [c.args[6] for c in transposed] == [True]
+
+    method = Program.load(result.pte).method("forward")
+    graph, calls = result.graph, result.graph.calls
+    first = graph.tensors[graph.inputs[0]]
+    checked = set()
+    for x in _samples((1, 3, 8, 8), 3, 2):
+        values: dict[str, np.ndarray] = {}
+
+        def trace(pc, bound, phase, values=values):
+            call = calls[pc]
+            slots = [*call.args, *(TensorArg(n) for n in (call.out, *call.extra_outs))]
+            for arg, value in zip(slots, bound.args._values, strict=False):
+                for t, v in _pairs(arg, value):
+                    if graph.tensors[t].data is None:
+                        values[t] = v.logical.copy()
+
+        q = quantize_per_tensor(x.numpy(), first.scale, first.zero_point, -128, 127, np.int8)
+        method.execute([q], trace=trace)
+        for call in calls:
+            if not call.op.startswith("aten::"):
+                continue
+            inputs = {}
+            for a in call.args:
+                for t in a if isinstance(a, tuple) else (a,):
+                    if isinstance(t, TensorArg):
+                        data = graph.tensors[t.name].data
+                        inputs[t.name] = values[t.name] if data is None else data
+            want = _torch_call(call, inputs)
+            got = [values[n] for n in (call.out, *call.extra_outs)]
+            for w, g in zip(want, got, strict=True):
+                assert w.shape == g.shape, call
+                if w.dtype == np.int64:
+                    np.testing.assert_array_equal(g, w, err_msg=f"{call.op} {call.layer}")
+                else:
+                    np.testing.assert_allclose(
+                        g,
+                        w,
+                        rtol=1e-5,
+                        atol=1e-6 * max(1.0, float(np.abs(w).max())),
+                        err_msg=f"{call.op} {call.layer}",
+                    )
+            checked.add(call.op)
+    print("checked against torch:", sorted(checked))
+    assert len(checked) >= 12
+
+    xs = torch.cat(_samples((1, 3, 8, 8), 32, 3))
+    with torch.no_grad():
+        reference = np.concatenate([model(x[None]).numpy() for x in xs])
+    got = agreement(reference, run_float_inputs(result.pte, xs.numpy()))
+    print(f"mixed fp32/int8 model: {got}")
+    assert got.snr_db >= 15
