@@ -32,6 +32,7 @@ Weights of fp32 layers are float32 constants (dequantized ones evaluated at comp
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -57,7 +58,8 @@ class Fp32Rule:
     """One float op on one portable kernel: ``op`` (qualified name without overload), its
     ``overload``, ``layout`` (``"keep"``: the first input's dim order, ``"default"``:
     contiguous), ``args(node, operands)`` → the schema arguments, ``extra_outputs``: dtypes of
-    outputs after the first (same sizes), ``scalar_operands``: Python numbers become tensors."""
+    outputs after the first (same sizes, or ``[0]`` with ``empty_extra_outputs``),
+    ``scalar_operands``: Python numbers become tensors."""
 
     op: str
     args: Callable[[fx.Node, Operands], tuple]
@@ -65,6 +67,7 @@ class Fp32Rule:
     layout: str = KEEP
     extra_outputs: tuple[ScalarType, ...] = ()
     scalar_operands: bool = False
+    empty_extra_outputs: bool = False  # batch norm's saved statistics: [0]
 
 
 def _arg(node: fx.Node, index: int, name: str, default):
@@ -314,6 +317,16 @@ def _clone(n, o):
     return (o.t(n.args[0]), False, None)
 
 
+def _batch_norm(n, o):
+    if n.target == aten.batch_norm.default:
+        if bool(n.args[5]):
+            raise UnsupportedLayerError(f"layer {n.name}: batch norm in training mode")
+        momentum, eps = float(n.args[6]), float(n.args[7])
+    else:
+        momentum, eps = float(n.args[5]), float(n.args[6])
+    return (*o.ts(n.args[:5]), momentum, eps)
+
+
 def _rule(op: str, args, **kw) -> Fp32Rule:
     return Fp32Rule(op, args, **kw)
 
@@ -322,6 +335,14 @@ _UNARY = {
     name: _rule(f"aten::{name}", _unary)
     for name in ("sigmoid", "tanh", "hardswish", "hardsigmoid", "exp", "neg", "sqrt", "rsqrt", "relu")
 }
+
+_BATCH_NORM = _rule(
+    "aten::_native_batch_norm_legit_no_training",
+    _batch_norm,
+    layout=DEFAULT,
+    extra_outputs=(ScalarType.FLOAT32, ScalarType.FLOAT32),
+    empty_extra_outputs=True,
+)
 
 FP32_RULES: dict = {
     aten.sigmoid.default: _UNARY["sigmoid"],
@@ -373,6 +394,8 @@ FP32_RULES: dict = {
     aten.unsqueeze.default: _rule("aten::unsqueeze_copy", _squeeze_dim, layout=DEFAULT),
     aten.cat.default: _rule("aten::cat", _cat, layout=DEFAULT),
     aten.slice.Tensor: _rule("aten::slice_copy", _slice, overload="Tensor_out", layout=DEFAULT),
+    aten.batch_norm.default: _BATCH_NORM,
+    aten._native_batch_norm_legit_no_training.default: _BATCH_NORM,
     aten.clone.default: _rule("dim_order_ops::_clone_dim_order", _clone),
 }
 
@@ -390,7 +413,8 @@ def _matmul_rule(lw: Lowering, node: fx.Node) -> Fp32Rule:
 
 def _emit(lw: Lowering, node: fx.Node, rule: Fp32Rule, args_node: fx.Node | None = None) -> str:
     operands = Operands(lw, node, rule)
-    sizes = tuple(int(s) for s in lw.val(node).shape)
+    val = lw.val(node)
+    sizes = tuple(int(s) for s in (val[0] if isinstance(val, tuple | list) else val).shape)
     if rule.scalar_operands and any(_broadcasts(lw, a, sizes) for a in node.args[:2]):
         # refsim (as ExecuTorch's portable and optimized kernels disagree there) broadcasts
         # only into a contiguous out: such an op runs in the default dim order.
@@ -406,8 +430,9 @@ def _emit(lw: Lowering, node: fx.Node, rule: Fp32Rule, args_node: fx.Node | None
     lw.graph.tensors[out].dim_order = order
     extra = []
     for k, dtype in enumerate(rule.extra_outputs):
-        name = lw.new_tensor(f"{node.name}_out{k + 1}", dtype, sizes)
-        lw.graph.tensors[name].dim_order = order
+        name = lw.new_tensor(f"{node.name}_out{k + 1}", dtype, (0,) if rule.empty_extra_outputs else sizes)
+        if not rule.empty_extra_outputs:
+            lw.graph.tensors[name].dim_order = order
         extra.append(name)
     lw.call(rule.op, args, out, node.name, overload=rule.overload, extra_outs=tuple(extra))
     return out
@@ -437,6 +462,9 @@ def lower_fp32(lw: Lowering, node: fx.Node, why: str) -> None:
         lw.call("aten::mul", (x, TensorArg(s)), out, node.name)
         lw.floats[node] = out
         lw.layer(node, "fp32", f"{why}: aten::sigmoid.out, aten::mul.out")
+        return
+    if node.target is operator.getitem and node.args[0] in lw.floats and node.args[1] == 0:
+        lw.floats[node] = lw.floats[node.args[0]]  # the first output of a multi-output op
         return
     rule = _matmul_rule(lw, node) if node.target == aten.matmul.default else FP32_RULES.get(node.target)
     if rule is None:

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torchao")
 
 from compiler.api import compile  # noqa: E402
+from compiler.errors import UnsupportedLayerError  # noqa: E402
 from compiler.evaluate import agreement, run_float_inputs  # noqa: E402
 from compiler.ir import TensorArg  # noqa: E402
 from kernels_py.quantize import quantize_per_tensor  # noqa: E402
@@ -93,30 +94,15 @@ def _pairs(arg, value):
     return []
 
 
-def test_layers_without_int8_form_run_fp32_and_match_torch(mixed):
-    model, result = mixed
-    fp32 = {x.name.rstrip("_0123456789") for x in result.layers if x.status == "fp32"}
-    assert fp32 >= FP32_LAYERS, FP32_LAYERS - fp32
-    assert all(
-        x.detail.startswith(("no int8", "not quantized"))
-        for x in result.layers
-        if x.status == "fp32"
-    )
-    ops = {(c.op, c.overload) for c in result.graph.calls}
-    assert ops >= {
-        ("aten::sigmoid", "out"), ("aten::tanh", "out"), ("aten::gelu", "out"), ("aten::hardswish", "out"),
-        ("aten::exp", "out"), ("aten::convolution", "out"), ("aten::mean", "out"), ("aten::bmm", "out"),
-        ("aten::_softmax", "out"), ("aten::max_pool2d_with_indices", "out"), ("aten::cat", "out"),
-        ("aten::permute_copy", "out"), ("aten::div", "out"), ("dim_order_ops::_to_dim_order_copy", "out"),
-    }  # fmt: skip
-    transposed = [c for c in result.graph.calls if c.op == "aten::convolution"]
-    assert [c.args[6] for c in transposed] == [True]
-
+def _fp32_calls_match_torch(result, samples) -> set[str]:
+    """Run the program in refsim on ``samples``, recording every tensor each call reads and
+    writes; each portable call's outputs must equal torch's ``.out`` overload on the inputs
+    refsim gave it, and each dim-order copy must keep the logical values. The ops checked."""
     method = Program.load(result.pte).method("forward")
     graph, calls = result.graph, result.graph.calls
     first = graph.tensors[graph.inputs[0]]
     checked = set()
-    for x in _samples((1, 3, 8, 8), 3, 2):
+    for x in samples:
         values: dict[str, np.ndarray] = {}
 
         def trace(pc, bound, phase, values=values):
@@ -127,9 +113,14 @@ def test_layers_without_int8_form_run_fp32_and_match_torch(mixed):
                     if graph.tensors[t].data is None:
                         values[t] = v.logical.copy()
 
-        q = quantize_per_tensor(x.numpy(), first.scale, first.zero_point, -128, 127, np.int8)
-        method.execute([q], trace=trace)
+        x = x.numpy()
+        if first.scale is not None:
+            x = quantize_per_tensor(x, first.scale, first.zero_point, -128, 127, np.int8)
+        method.execute([x], trace=trace)
         for call in calls:
+            if call.op == "dim_order_ops::_to_dim_order_copy":
+                np.testing.assert_array_equal(values[call.out], values[call.args[0].name])
+                checked.add(call.op)
             if not call.op.startswith("aten::"):
                 continue
             inputs = {}
@@ -149,10 +140,29 @@ def test_layers_without_int8_form_run_fp32_and_match_torch(mixed):
                         g,
                         w,
                         rtol=1e-5,
-                        atol=1e-6 * max(1.0, float(np.abs(w).max())),
+                        atol=1e-6 * max(1.0, float(np.abs(w).max(initial=0))),
                         err_msg=f"{call.op} {call.layer}",
                     )
             checked.add(call.op)
+    return checked
+
+
+def test_layers_without_int8_form_run_fp32_and_match_torch(mixed):
+    model, result = mixed
+    fp32 = {x.name.rstrip("_0123456789") for x in result.layers if x.status == "fp32"}
+    assert fp32 >= FP32_LAYERS, FP32_LAYERS - fp32
+    assert all(x.detail.startswith(("no int8", "not quantized")) for x in result.layers if x.status == "fp32")
+    ops = {(c.op, c.overload) for c in result.graph.calls}
+    assert ops >= {
+        ("aten::sigmoid", "out"), ("aten::tanh", "out"), ("aten::gelu", "out"), ("aten::hardswish", "out"),
+        ("aten::exp", "out"), ("aten::convolution", "out"), ("aten::mean", "out"), ("aten::bmm", "out"),
+        ("aten::_softmax", "out"), ("aten::max_pool2d_with_indices", "out"), ("aten::cat", "out"),
+        ("aten::permute_copy", "out"), ("aten::div", "out"), ("dim_order_ops::_to_dim_order_copy", "out"),
+    }  # fmt: skip
+    transposed = [c for c in result.graph.calls if c.op == "aten::convolution"]
+    assert [c.args[6] for c in transposed] == [True]
+
+    checked = _fp32_calls_match_torch(result, _samples((1, 3, 8, 8), 3, 2))
     print("checked against torch:", sorted(checked))
     assert len(checked) >= 12
 
@@ -162,3 +172,67 @@ def test_layers_without_int8_form_run_fp32_and_match_torch(mixed):
     got = agreement(reference, run_float_inputs(result.pte, xs.numpy()))
     print(f"mixed fp32/int8 model: {got}")
     assert got.snr_db >= 15
+
+
+class _FloatEdges(torch.nn.Module):
+    """A float graph input read by an fp32 sigmoid, a BatchNorm that follows no conv (not
+    folded: fp32, contiguous), avg pool with ceil_mode, an fp32 output (hardsigmoid)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(5)
+        self.conv, self.bn, self.fc = torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.Linear(8, 4)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        y = self.bn(torch.tanh(self.conv(torch.sigmoid(x))))
+        y = torch.flatten(torch.nn.functional.adaptive_avg_pool2d(y, 1), 1)
+        return torch.nn.functional.hardsigmoid(self.fc(y))
+
+
+def test_fp32_at_the_graph_edges_and_unfolded_batch_norm():
+    model = _FloatEdges().eval()
+    calibration = _samples((1, 3, 9, 9), 8, 6)
+    result = compile(model, (calibration[0],), target="cortex-m4", calibration=calibration)
+    graph = result.graph
+    assert graph.tensors[graph.inputs[0]].scale is None  # the program takes the float input
+    assert graph.tensors[graph.outputs[0]].dtype.name == "FLOAT32"
+    layers = {x.name: x for x in result.layers}
+    assert (
+        layers["batch_norm"].status == "fp32"
+        and "_native_batch_norm_legit_no_training" in layers["batch_norm"].detail
+    )
+    checked = _fp32_calls_match_torch(result, _samples((1, 3, 9, 9), 2, 7))
+    assert checked >= {
+        "aten::sigmoid", "aten::tanh", "aten::_native_batch_norm_legit_no_training", "aten::hardsigmoid",
+        "dim_order_ops::_to_dim_order_copy",
+    }  # fmt: skip
+    xs = torch.cat(_samples((1, 3, 9, 9), 16, 8))
+    with torch.no_grad():
+        reference = model(xs).numpy()
+    assert agreement(reference, run_float_inputs(result.pte, xs.numpy())).snr_db >= 20
+
+
+def test_executorch_loader_accepts_a_program_with_fp32_layers(mixed):
+    runtime = pytest.importorskip("executorch.runtime")
+    program = runtime.Runtime.get().load_program(mixed[1].pte)
+    assert "forward" in program.method_names
+    meta = program.metadata("forward")
+    assert meta.num_inputs() == 1 and meta.num_outputs() == 1
+
+
+class _Sin(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.sin(self.fc(x))
+
+
+def test_layer_refsim_cannot_run_is_a_clear_error():
+    x = torch.zeros(1, 8)
+    with pytest.raises(UnsupportedLayerError, match=r"layer sin .*no fp32 kernel"):
+        compile(_Sin().eval(), (x,), target="cortex-m55", calibration=[x])
