@@ -22,7 +22,12 @@ int8 tensors, with what ExecuTorch's ``aten_to_cortex_m_pass`` computes:
 - softmax over the last dim: TFLM's ``PreprocessSoftmaxScaling`` (beta 1); output 1/256, -128;
 - pad: ``pre_pad``/``post_pad`` in the tensor's physical (dim-order) order, value quantized;
 - flatten/view: a view of the same bytes when the channels-last bytes already are in the
-  new logical order (spatial 1×1 or one channel), else unsupported.
+  new logical order (spatial 1×1 or one channel); else, to a non-4-D shape, a view of an
+  int8 ``dim_order_ops::_to_dim_order_copy`` to contiguous (a 4-D one stays fp32).
+
+A rule that does not apply to its node (max pool with ceil_mode, softmax over another dim,
+a broadcasting add, ...) raises `UnsupportedLayerError`; the lowering then undoes what the
+rule began and runs the node in fp32 instead, giving the rule's message as the reason.
 
 Activations are 4-D tensors with logical NCHW sizes and dim order ``[0, 2, 3, 1]`` (NHWC
 bytes), as ExecuTorch's legacy cortex_m layout mode emits them. Fused ReLU/ReLU6/hardtanh/clamp
@@ -93,7 +98,9 @@ class Lowering:
             np.dtype(np.int32): ScalarType.INT32,
             np.dtype(np.float32): ScalarType.FLOAT32,
         }[array.dtype]
-        return self.new_tensor(name, dtype, array.shape, data=np.ascontiguousarray(array))
+        return self.new_tensor(
+            name, dtype, array.shape, data=np.ascontiguousarray(array).reshape(array.shape)
+        )
 
     def scratch(self, name: str, nbytes: int) -> str:
         return self.new_tensor(name, ScalarType.UINT8, (int(nbytes),))

@@ -368,18 +368,23 @@ def lower_view(lw: Lowering, node: fx.Node) -> None:
     q, _ = lw.output_quantize(node)
     sizes = tuple(int(s) for s in lw.val(q).shape)
     nontrivial = [d for d in info.dim_order if info.sizes[d] != 1]
+    how = "no copy"
     if nontrivial != sorted(nontrivial):
-        raise UnsupportedLayerError(
-            f"{node.name}: a view of channels-last bytes in another element order needs a transpose "
-            f"(input sizes {list(info.sizes)})"
-        )
+        if len(sizes) == 4:
+            raise UnsupportedLayerError(
+                f"{node.name}: a 4-D view of channels-last bytes in another element order "
+                f"(input sizes {list(info.sizes)})"
+            )
+        # the int8 bytes to the default dim order first (dim_order_ops::_to_dim_order_copy)
+        x = lw.in_dim_order(x, tuple(range(len(info.sizes))))
+        how = "after a dim-order copy to contiguous"
     out = lw.new_tensor(node.name, ScalarType.INT8, sizes, scale=scale, zero_point=zp)
     lw.graph.tensors[out].alias_of = x
     if len(sizes) == 4:  # keep the bytes' order: same dims of size > 1 in the same order
         lw.graph.tensors[out].dim_order = NCHW_AS_NHWC
     lw.quantized[q] = out
     lw.done.add(q)
-    lw.layer(node, "view", f"{list(info.sizes)} → {list(sizes)} (no copy)")
+    lw.layer(node, "view", f"{list(info.sizes)} → {list(sizes)} ({how})")
 
 
 RULES = {

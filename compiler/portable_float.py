@@ -17,7 +17,7 @@ ones included, the out tensor(s) last):
   False); matrix products: mm, bmm, addmm (beta, alpha), linear, matmul as mm or bmm;
 - pooling: avg_pool2d, max_pool2d → ``max_pool2d_with_indices`` (int64 indices, a second
   planned output, returned with the first in a TensorList);
-- layout: view/reshape/flatten → ``view_copy``, permute → ``permute_copy``, squeeze/unsqueeze →
+- layout: view/reshape/flatten → ``view_copy``, permute, transpose, t → ``permute_copy``, squeeze/unsqueeze →
   ``squeeze_copy``/``unsqueeze_copy``, cat (a TensorList), slice → ``slice_copy.Tensor_out``,
   clone → ``dim_order_ops::_clone_dim_order``.
 
@@ -232,7 +232,7 @@ def _reduce(n, o):
     )
 
 
-def _mean_all(n, o):
+def _reduce_all(n, o):
     _no_dtype(n)
     return (o.t(n.args[0]), None, False, None)
 
@@ -289,6 +289,17 @@ def _view(n, o):
 
 def _permute(n, o):
     return (o.t(n.args[0]), tuple(int(d) for d in n.args[1]))
+
+
+def _transpose(n, o):
+    rank = len(n.args[0].meta["val"].shape)
+    perm = list(range(rank))
+    if n.target == aten.t.default:
+        perm = perm[::-1]
+    else:
+        a, b = int(n.args[1]) % rank, int(n.args[2]) % rank
+        perm[a], perm[b] = perm[b], perm[a]
+    return (o.t(n.args[0]), tuple(perm))
 
 
 def _squeeze_dim(n, o):
@@ -372,8 +383,9 @@ FP32_RULES: dict = {
     aten.conv_transpose2d.input: _rule("aten::convolution", _conv_transpose),
     aten.convolution.default: _rule("aten::convolution", _convolution),
     aten.mean.dim: _rule("aten::mean", _reduce, layout=DEFAULT),
-    aten.mean.default: _rule("aten::mean", _mean_all, layout=DEFAULT),
+    aten.mean.default: _rule("aten::mean", _reduce_all, layout=DEFAULT),
     aten.adaptive_avg_pool2d.default: _rule("aten::mean", _adaptive_mean, layout=DEFAULT),
+    aten.sum.default: _rule("aten::sum", _reduce_all, overload="IntList_out", layout=DEFAULT),
     aten.sum.dim_IntList: _rule("aten::sum", _reduce, overload="IntList_out", layout=DEFAULT),
     aten.softmax.int: _rule("aten::_softmax", _softmax, layout=DEFAULT),
     aten._softmax.default: _rule("aten::_softmax", _softmax, layout=DEFAULT),
@@ -389,6 +401,8 @@ FP32_RULES: dict = {
     aten.reshape.default: _rule("aten::view_copy", _view, layout=DEFAULT),
     aten.flatten.using_ints: _rule("aten::view_copy", _view, layout=DEFAULT),
     aten.permute.default: _rule("aten::permute_copy", _permute, layout=DEFAULT),
+    aten.transpose.int: _rule("aten::permute_copy", _transpose, layout=DEFAULT),
+    aten.t.default: _rule("aten::permute_copy", _transpose, layout=DEFAULT),
     aten.squeeze.dim: _rule("aten::squeeze_copy", _squeeze_dim, overload="dim_out", layout=DEFAULT),
     aten.squeeze.dims: _rule("aten::squeeze_copy", _squeeze_dims, overload="dims_out", layout=DEFAULT),
     aten.unsqueeze.default: _rule("aten::unsqueeze_copy", _squeeze_dim, layout=DEFAULT),

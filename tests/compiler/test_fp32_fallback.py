@@ -60,7 +60,7 @@ def mixed():
     return model, compile(model, (calibration[0],), target="cortex-m55", calibration=calibration)
 
 
-def _torch_call(call, values: dict[str, np.ndarray]):
+def _torch_call(graph, call, values: dict[str, np.ndarray]):
     """The call through torch's own ``.out`` overload of the same schema, on the same inputs."""
     ns, name = call.op.split("::")
     overload = getattr(getattr(getattr(torch.ops, ns), name), call.overload)
@@ -78,9 +78,10 @@ def _torch_call(call, values: dict[str, np.ndarray]):
     args, kwargs = [], {}
     for spec, a in zip(inputs, call.args, strict=True):
         (kwargs.__setitem__(spec.name, value(a)) if spec.kwarg_only else args.append(value(a)))
-    dtypes = [torch.int64 if o.name == "indices" else torch.float32 for o in outs]
-    for o, dtype in zip(outs, dtypes, strict=True):
-        kwargs[o.name] = torch.empty(0, dtype=dtype)
+    for o, name in zip(outs, (call.out, *call.extra_outs), strict=True):
+        # out tensors of the sizes the program declares: torch resizes (and warns) if it disagrees
+        dtype = torch.int64 if o.name == "indices" else torch.float32
+        kwargs[o.name] = torch.empty(graph.tensors[name].sizes, dtype=dtype)
     overload(*args, **kwargs)
     return [kwargs[o.name].numpy() for o in outs]
 
@@ -129,10 +130,14 @@ def _fp32_calls_match_torch(result, samples) -> set[str]:
                     if isinstance(t, TensorArg):
                         data = graph.tensors[t.name].data
                         inputs[t.name] = values[t.name] if data is None else data
-            want = _torch_call(call, inputs)
+            want = _torch_call(graph, call, inputs)
             got = [values[n] for n in (call.out, *call.extra_outs)]
             for w, g in zip(want, got, strict=True):
-                assert w.shape == g.shape, call
+                assert w.shape == g.shape, (
+                    call,
+                    {k: v.shape for k, v in inputs.items()},
+                    graph.tensors[call.out].sizes,
+                )
                 if w.dtype == np.int64:
                     np.testing.assert_array_equal(g, w, err_msg=f"{call.op} {call.layer}")
                 else:
@@ -213,6 +218,41 @@ def test_fp32_at_the_graph_edges_and_unfolded_batch_norm():
     with torch.no_grad():
         reference = model(xs).numpy()
     assert agreement(reference, run_float_inputs(result.pte, xs.numpy())).snr_db >= 20
+
+
+class _Layouts(torch.nn.Module):
+    """A flatten of channels-last int8 bytes in another element order (an int8 dim-order copy,
+    then a view), conv1d, squeeze/unsqueeze, transpose, matmul, slice, a full sum."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(9)
+        self.conv, self.fc, self.c1 = (
+            torch.nn.Conv2d(3, 4, 3),
+            torch.nn.Linear(100, 6),
+            torch.nn.Conv1d(1, 2, 3),
+        )
+
+    def forward(self, x):
+        f = self.fc(torch.flatten(torch.relu(self.conv(x)), 1))
+        g = self.c1(f.unsqueeze(1)).squeeze(0)  # [2, 4]
+        return torch.matmul(g, g.transpose(0, 1)) + f[:, :2].sum() * 2
+
+
+def test_layout_ops_and_flatten_of_channels_last_bytes():
+    model = _Layouts().eval()
+    calibration = _samples((1, 3, 7, 7), 8, 10)
+    result = compile(model, (calibration[0],), target="cortex-m55", calibration=calibration)
+    layers = {x.name: x for x in result.layers}
+    assert layers["flatten"].status == "view" and "dim-order copy" in layers["flatten"].detail
+    assert {layers[n].status for n in ("conv1d", "transpose", "matmul", "sum_1", "unsqueeze")} == {"fp32"}
+    checked = _fp32_calls_match_torch(result, _samples((1, 3, 7, 7), 2, 11))
+    assert checked >= {
+        "aten::convolution", "aten::unsqueeze_copy", "aten::squeeze_copy", "aten::permute_copy", "aten::mm",
+        "aten::slice_copy", "aten::sum", "dim_order_ops::_to_dim_order_copy",
+    }  # fmt: skip
+    copies = [c for c in result.graph.calls if c.op == "dim_order_ops::_to_dim_order_copy"]
+    assert [result.graph.tensors[c.out].dtype.name for c in copies] == ["INT8"]
 
 
 def test_executorch_loader_accepts_a_program_with_fp32_layers(mixed):
