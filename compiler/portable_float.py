@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -95,7 +95,6 @@ class Operands:
     node: fx.Node
     rule: Fp32Rule
     order: tuple[int, ...] | None = None
-    tensors: list[str] = field(default_factory=list)
 
     def t(self, value) -> TensorArg | None:
         """A tensor argument: an activation, a constant (weight), or a scalar as a 0-dim tensor."""
@@ -123,9 +122,7 @@ class Operands:
             else:
                 self.order = self.lw.graph.tensors[name].dim_order
         want = self.order if rank == len(self.order) else tuple(range(rank))
-        name = self.lw.in_dim_order(name, want)
-        self.tensors.append(name)
-        return TensorArg(name)
+        return TensorArg(self.lw.in_dim_order(name, want))
 
     def ts(self, values) -> tuple[TensorArg, ...]:
         return tuple(self.t(v) for v in values)
@@ -461,7 +458,10 @@ def _strip(sizes) -> tuple[int, ...]:
 
 def _broadcasts(lw: Lowering, value, sizes: tuple[int, ...]) -> bool:
     """Whether operand ``value`` (a node or a scalar) is broadcast to ``sizes``."""
-    shape = lw.val(value).shape if isinstance(value, fx.Node) else ()
+    if not isinstance(value, fx.Node):
+        return _strip(()) != _strip(sizes)
+    folded = _constant(lw, value)
+    shape = folded.shape if folded is not None else lw.val(value).shape
     return _strip(shape) != _strip(sizes)
 
 
