@@ -6,7 +6,8 @@ Each float op of the exported graph maps to the ``aten::<op>.<overload>`` kernel
 1.5.1's emitter writes for it after ``to_edge`` (every schema argument positional, keyword-only
 ones included, the out tensor(s) last):
 
-- elementwise: sigmoid, tanh, gelu (``approximate`` as a String), hardswish, hardsigmoid,
+- elementwise: sigmoid, tanh, gelu (``approximate`` as a String), hardswish, hardsigmoid
+  (ExecuTorch emits these two only with ``preserve_ops``; its default decomposes them),
   exp, neg, sqrt, rsqrt, relu, relu6 → ``hardtanh(0, 6)``, hardtanh, clamp; add/sub (alpha),
   mul, div by a tensor; a Python scalar operand becomes a 0-dim float32 constant
   (ExecuTorch's ScalarToTensorPass); silu → ``sigmoid`` then ``mul`` (its decomposition);
