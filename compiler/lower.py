@@ -237,6 +237,14 @@ class Lowering:
     def quantize(self, node: fx.Node) -> None:
         """A quantize of a float value computed on the device (after an fp32 island)."""
         source = node.args[0]
+        if source not in self.floats and isinstance(source, fx.Node) and source.target in DEQUANTIZE:
+            # dequantize → quantize: the same int8 tensor when the parameters agree
+            q_in, scale_in, zp_in = self.int8_input(source)
+            if (scale_in, zp_in) == (float(node.args[1]), int(node.args[2])):
+                self.quantized[node] = q_in
+                self.done.add(node)
+                return
+            self.float_input(source)  # else requantize through fp32
         if source not in self.floats:
             raise UnsupportedLayerError(f"{node.name}: quantizes {source}, which was not lowered")
         tensor, scale, zp = self.define_output(source, node, name=f"{source.name}_q")

@@ -13,13 +13,14 @@ ones included, the out tensor(s) last):
   (ExecuTorch's ScalarToTensorPass); silu → ``sigmoid`` then ``mul`` (its decomposition);
 - convolution (conv1d/conv2d not quantized, conv_transpose1d/2d) → ``aten::convolution.out``
   with stride/padding/dilation/output_padding as lists of the spatial rank and ``transposed``;
-- reductions: mean (``mean.dim``, ``mean.default``; adaptive average pool to 1×1 as a
+- reductions: mean (``mean.dim``; ``mean.default`` over every dim listed, where ExecuTorch
+  emits ``mean.dtype_out``, which refsim lacks; adaptive average pool to 1×1 as a
   ``mean`` over [-1, -2] with keepdim), ``sum.IntList_out``, ``_softmax`` (half_to_float
   False); matrix products: mm, bmm, addmm (beta, alpha), linear, matmul as mm or bmm;
 - pooling: avg_pool2d, max_pool2d → ``max_pool2d_with_indices`` (int64 indices, a second
   planned output, returned with the first in a TensorList);
 - layout: view/reshape/flatten → ``view_copy``, permute, transpose, t → ``permute_copy``, squeeze/unsqueeze →
-  ``squeeze_copy``/``unsqueeze_copy``, cat (a TensorList), slice → ``slice_copy.Tensor_out``,
+  ``squeeze_copy.dims_out``/``unsqueeze_copy``, cat (a TensorList), slice → ``slice_copy.Tensor_out``,
   clone → ``dim_order_ops::_clone_dim_order``.
 
 Dim orders follow ExecuTorch's checks: elementwise ops, convolution and max pool run in the
@@ -230,9 +231,16 @@ def _reduce(n, o):
     )
 
 
-def _reduce_all(n, o):
+def _sum_all(n, o):
     _no_dtype(n)
-    return (o.t(n.args[0]), None, False, None)
+    return (o.t(n.args[0]), (), False, None)  # every dim: an empty list, as ExecuTorch emits it
+
+
+def _mean_all(n, o):
+    """ExecuTorch emits ``mean.dtype_out`` here, which refsim lacks: the same mean as
+    ``mean.out`` over every dim, listed."""
+    _no_dtype(n)
+    return (o.t(n.args[0]), tuple(range(len(n.args[0].meta["val"].shape))), False, None)
 
 
 def _adaptive_mean(n, o):
@@ -302,6 +310,10 @@ def _transpose(n, o):
 
 def _squeeze_dim(n, o):
     return (o.t(n.args[0]), int(n.args[1]))
+
+
+def _squeeze_one(n, o):
+    return (o.t(n.args[0]), (int(n.args[1]),))  # torch.export's squeeze.dims, as ExecuTorch emits it
 
 
 def _squeeze_dims(n, o):
@@ -381,9 +393,9 @@ FP32_RULES: dict = {
     aten.conv_transpose2d.input: _rule("aten::convolution", _conv_transpose),
     aten.convolution.default: _rule("aten::convolution", _convolution),
     aten.mean.dim: _rule("aten::mean", _reduce, layout=DEFAULT),
-    aten.mean.default: _rule("aten::mean", _reduce_all, layout=DEFAULT),
+    aten.mean.default: _rule("aten::mean", _mean_all, layout=DEFAULT),
     aten.adaptive_avg_pool2d.default: _rule("aten::mean", _adaptive_mean, layout=DEFAULT),
-    aten.sum.default: _rule("aten::sum", _reduce_all, overload="IntList_out", layout=DEFAULT),
+    aten.sum.default: _rule("aten::sum", _sum_all, overload="IntList_out", layout=DEFAULT),
     aten.sum.dim_IntList: _rule("aten::sum", _reduce, overload="IntList_out", layout=DEFAULT),
     aten.softmax.int: _rule("aten::_softmax", _softmax, layout=DEFAULT),
     aten._softmax.default: _rule("aten::_softmax", _softmax, layout=DEFAULT),
@@ -401,7 +413,7 @@ FP32_RULES: dict = {
     aten.permute.default: _rule("aten::permute_copy", _permute, layout=DEFAULT),
     aten.transpose.int: _rule("aten::permute_copy", _transpose, layout=DEFAULT),
     aten.t.default: _rule("aten::permute_copy", _transpose, layout=DEFAULT),
-    aten.squeeze.dim: _rule("aten::squeeze_copy", _squeeze_dim, overload="dim_out", layout=DEFAULT),
+    aten.squeeze.dim: _rule("aten::squeeze_copy", _squeeze_one, overload="dims_out", layout=DEFAULT),
     aten.squeeze.dims: _rule("aten::squeeze_copy", _squeeze_dims, overload="dims_out", layout=DEFAULT),
     aten.unsqueeze.default: _rule("aten::unsqueeze_copy", _squeeze_dim, layout=DEFAULT),
     aten.cat.default: _rule("aten::cat", _cat, layout=DEFAULT),

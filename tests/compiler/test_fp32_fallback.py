@@ -294,19 +294,20 @@ def test_fp32_calls_have_executorchs_own_arguments(mixed):
     pytest.importorskip("executorch.exir")
     from executorch.exir import to_edge_transform_and_lower
 
-    model, result = mixed
-    example = _samples((1, 3, 8, 8), 1, 1)
-    theirs = set(
-        _signatures(
-            to_edge_transform_and_lower(torch.export.export(model, tuple(example))).to_executorch().buffer
-        )
-    )
-    # ExecuTorch's default edge config decomposes hardswish (kept as aten::hardswish.out only
-    # with preserve_ops); the dim-order copies are ours (its float export is contiguous).
-    ours = [c for c in _signatures(result.pte) if c[0].startswith("aten::") and "hardswish" not in c[0]]
-    assert len(ours) >= 15
-    missing = [c for c in ours if c not in theirs]
-    assert not missing, missing
+    layouts = _Layouts().eval()
+    cases = [(*mixed, (1, 3, 8, 8))]
+    calibration = _samples((1, 3, 7, 7), 4, 12)
+    cases.append((layouts, compile(layouts, (calibration[0],), calibration=calibration), (1, 3, 7, 7)))
+    for model, result, shape in cases:
+        example = tuple(_samples(shape, 1, 1))
+        program = to_edge_transform_and_lower(torch.export.export(model, example)).to_executorch()
+        theirs = set(_signatures(program.buffer))
+        # ExecuTorch's default edge config decomposes hardswish (kept as aten::hardswish.out
+        # only with preserve_ops); the dim-order copies are ours (its float export is contiguous).
+        ours = [c for c in _signatures(result.pte) if c[0].startswith("aten::") and "hardswish" not in c[0]]
+        assert len(ours) >= 8
+        missing = [c for c in ours if c not in theirs]
+        assert not missing, missing
 
 
 class _Sin(torch.nn.Module):
