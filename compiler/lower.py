@@ -22,8 +22,9 @@ int8 tensors, with what ExecuTorch's ``aten_to_cortex_m_pass`` computes:
 - softmax over the last dim: TFLM's ``PreprocessSoftmaxScaling`` (beta 1); output 1/256, -128;
 - pad: ``pre_pad``/``post_pad`` in the tensor's physical (dim-order) order, value quantized;
 - flatten/view: a view of the same bytes when the channels-last bytes already are in the
-  new logical order (spatial 1×1 or one channel); else, to a non-4-D shape, a view of an
-  int8 ``dim_order_ops::_to_dim_order_copy`` to contiguous (a 4-D one stays fp32).
+  logical element order (spatial 1×1 or one channel); else an int8
+  ``dim_order_ops::_to_dim_order_copy`` to contiguous first, and, for a 4-D result whose
+  channels-last bytes would differ from the row-major ones, one to channels-last after.
 
 A rule that does not apply to its node (max pool with ceil_mode, softmax over another dim,
 a broadcasting add, ...) raises `UnsupportedLayerError`; the lowering then undoes what the

@@ -362,29 +362,37 @@ def lower_softmax(lw: Lowering, node: fx.Node) -> None:
     lw.layer(node, "int8", "softmax (CMSIS-NN s8)")
 
 
+def _in_byte_order(order, sizes) -> bool:
+    """Whether bytes in dim order ``order`` hold the elements in row-major logical order."""
+    nontrivial = [d for d in order if sizes[d] != 1]
+    return nontrivial == sorted(nontrivial)
+
+
 def lower_view(lw: Lowering, node: fx.Node) -> None:
+    """A view of the int8 bytes, with int8 ``_to_dim_order_copy``s where the channels-last
+    bytes are not in the logical element order: before (input) and after (a 4-D result)."""
     x, scale, zp = lw.int8_input(node.args[0])
     info = lw.graph.tensors[x]
     q, _ = lw.output_quantize(node)
     sizes = tuple(int(s) for s in lw.val(q).shape)
-    nontrivial = [d for d in info.dim_order if info.sizes[d] != 1]
-    how = "no copy"
-    if nontrivial != sorted(nontrivial):
-        if len(sizes) == 4:
-            raise UnsupportedLayerError(
-                f"{node.name}: a 4-D view of channels-last bytes in another element order "
-                f"(input sizes {list(info.sizes)})"
-            )
-        # the int8 bytes to the default dim order first (dim_order_ops::_to_dim_order_copy)
+    how = []
+    if not _in_byte_order(info.dim_order, info.sizes):
         x = lw.in_dim_order(x, tuple(range(len(info.sizes))))
-        how = "after a dim-order copy to contiguous"
+        how.append("a dim-order copy to contiguous")
     out = lw.new_tensor(node.name, ScalarType.INT8, sizes, scale=scale, zero_point=zp)
     lw.graph.tensors[out].alias_of = x
-    if len(sizes) == 4:  # keep the bytes' order: same dims of size > 1 in the same order
-        lw.graph.tensors[out].dim_order = NCHW_AS_NHWC
+    lw.graph.tensors[out].dim_order = tuple(range(len(sizes)))
+    how.append("a view")
+    if len(sizes) == 4:  # the int8 kernels read channels-last
+        if _in_byte_order(NCHW_AS_NHWC, sizes):
+            lw.graph.tensors[out].dim_order = NCHW_AS_NHWC  # the same bytes
+        else:
+            out = lw.in_dim_order(out, NCHW_AS_NHWC)
+            how.append("a dim-order copy to channels-last")
     lw.quantized[q] = out
     lw.done.add(q)
-    lw.layer(node, "view", f"{list(info.sizes)} → {list(sizes)} ({how})")
+    detail = "no copy" if how == ["a view"] else ", then ".join(how)
+    lw.layer(node, "view", f"{list(info.sizes)} → {list(sizes)} ({detail})")
 
 
 RULES = {

@@ -182,12 +182,12 @@ def _gelu(n, o):
     return (o.t(n.args[0]), str(n.kwargs.get("approximate", "none")))
 
 
-def _spatial(n) -> int:
-    return len(n.args[0].meta["val"].shape) - 2
+def _spatial(n, o) -> int:
+    return len(o.lw.val(n.args[0]).shape) - 2
 
 
 def _conv(n, o):
-    rank = _spatial(n)
+    rank = _spatial(n, o)
     x, w, b = o.t(n.args[0]), o.t(n.args[1]), o.t(_arg(n, 2, "bias", None))
     stride = _ints(_arg(n, 3, "stride", 1), rank, 1)
     padding = _ints(_arg(n, 4, "padding", 0), rank, 0)
@@ -197,7 +197,7 @@ def _conv(n, o):
 
 
 def _conv_transpose(n, o):
-    rank = _spatial(n)
+    rank = _spatial(n, o)
     x, w, b = o.t(n.args[0]), o.t(n.args[1]), o.t(_arg(n, 2, "bias", None))
     stride = _ints(_arg(n, 3, "stride", 1), rank, 1)
     padding = _ints(_arg(n, 4, "padding", 0), rank, 0)
@@ -208,7 +208,7 @@ def _conv_transpose(n, o):
 
 
 def _convolution(n, o):
-    rank = _spatial(n)
+    rank = _spatial(n, o)
     x, w, b = o.t(n.args[0]), o.t(n.args[1]), o.t(n.args[2])
     stride, padding, dilation = (_ints(v, rank, d) for v, d in zip(n.args[3:6], (1, 0, 1), strict=True))
     return (x, w, b, stride, padding, dilation, bool(n.args[6]), _ints(n.args[7], rank, 0), int(n.args[8]))
@@ -240,7 +240,7 @@ def _mean_all(n, o):
     """ExecuTorch emits ``mean.dtype_out`` here, which refsim lacks: the same mean as
     ``mean.out`` over every dim, listed."""
     _no_dtype(n)
-    return (o.t(n.args[0]), tuple(range(len(n.args[0].meta["val"].shape))), False, None)
+    return (o.t(n.args[0]), tuple(range(len(o.lw.val(n.args[0]).shape))), False, None)
 
 
 def _adaptive_mean(n, o):
@@ -290,7 +290,7 @@ def _max_pool(n, o):
 
 
 def _view(n, o):
-    return (o.t(n.args[0]), tuple(int(s) for s in n.meta["val"].shape))
+    return (o.t(n.args[0]), tuple(int(s) for s in o.lw.val(n).shape))
 
 
 def _permute(n, o):
@@ -298,7 +298,7 @@ def _permute(n, o):
 
 
 def _transpose(n, o):
-    rank = len(n.args[0].meta["val"].shape)
+    rank = len(o.lw.val(n.args[0]).shape)
     perm = list(range(rank))
     if n.target == aten.t.default:
         perm = perm[::-1]

@@ -263,6 +263,36 @@ def test_executorch_loader_accepts_a_program_with_fp32_layers(mixed):
     assert meta.num_inputs() == 1 and meta.num_outputs() == 1
 
 
+class _Unflatten(torch.nn.Module):
+    """A linear's [1, 8] viewed as [1, 2, 2, 2] for an int8 pool (row-major bytes, so an int8
+    dim-order copy to channels-last), a mean over everything, a broadcasting add (fp32)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(13)
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = torch.nn.functional.relu6(self.fc(x))
+        return torch.nn.functional.avg_pool2d(y.view(1, 2, 2, 2), 2).flatten(1) + y.mean()
+
+
+def test_int8_view_to_4d_and_mean_over_everything():
+    model = _Unflatten().eval()
+    calibration = _samples((1, 8), 8, 14)
+    result = compile(model, (calibration[0],), target="cortex-m55", calibration=calibration)
+    layers = {x.name: x for x in result.layers}
+    assert "dim-order copy to channels-last" in layers["view"].detail
+    assert layers["add"].status == "fp32" and "broadcasting" in layers["add"].detail
+    checked = _fp32_calls_match_torch(result, _samples((1, 8), 2, 15))
+    assert checked >= {"aten::mean", "aten::add", "dim_order_ops::_to_dim_order_copy"}
+    xs = calibration  # inside the calibrated ranges: no clipping, only rounding
+    with torch.no_grad():
+        reference = np.concatenate([model(x).numpy() for x in xs])
+    got = np.concatenate([run_float_inputs(result.pte, x.numpy()) for x in xs])
+    assert agreement(reference, got).snr_db >= 30
+
+
 def _signatures(data: bytes) -> list[tuple]:
     """Per kernel call: the operator and every argument's kind — tensors by dtype and sizes,
     scalars and int lists by value."""
