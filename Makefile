@@ -24,6 +24,7 @@ INTEROP_TESTS := tests/pte/test_interop.py tests/interop
 # ExecuTorch: they run in the interop venv too (in .venv they skip; the planner's tests run there).
 INTEROP_TESTS += tests/compiler/test_zoo.py tests/compiler/test_cli.py tests/compiler/test_pipeline.py \
   tests/compiler/test_interop_executorch.py
+INTEROP_TESTS += tests/compiler/test_fp32_fallback.py
 
 .PHONY: demo test test-main test-interop lint bench pte-fixtures apt-deps venv venv-interop clean conformance-long
 

@@ -57,14 +57,21 @@ def _steps(graph: Graph) -> tuple[list[planner.Step], dict[str, int]]:
     steps = []
     for k, call in enumerate(graph.calls):
         reads = []
-        for a in call.args:
-            if isinstance(a, TensorArg):
-                base = graph.storage(a.name)
-                if base in planned and a.name not in call.scratch and base not in reads:
-                    reads.append(base)
-        writes = (graph.storage(call.out), *call.scratch)
+        for a in _tensor_args(call.args):
+            base = graph.storage(a.name)
+            if base in planned and a.name not in call.scratch and base not in reads:
+                reads.append(base)
+        writes = (graph.storage(call.out), *(graph.storage(x) for x in call.extra_outs), *call.scratch)
         steps.append(planner.Step(f"{k}:{call.op}", tuple(reads), writes))
     return steps, {name: graph.tensors[name].nbytes for name in planned}
+
+
+def _tensor_args(args: tuple):
+    for a in args:
+        if isinstance(a, TensorArg):
+            yield a
+        elif isinstance(a, tuple | list):
+            yield from (x for x in a if isinstance(x, TensorArg))
 
 
 def _container_meta(n_inputs: int, n_outputs: int) -> m.ContainerMetadata:
@@ -119,6 +126,10 @@ def build_program(graph: Graph, offsets: dict[str, int], arena_bytes: int) -> tu
             return values.add(m.Int(int(a)))
         if isinstance(a, float):
             return values.add(m.Double(float(a)))
+        if isinstance(a, str):
+            return values.add(m.String(a))
+        if isinstance(a, tuple | list) and a and all(isinstance(x, TensorArg) for x in a):
+            return values.add(m.TensorList(tuple(tensor_index[x.name] for x in a)))
         if isinstance(a, tuple | list):
             return values.add(m.IntList(tuple(values.add(m.Int(int(x))) for x in a)))
         raise TypeError(f"cannot serialize argument {a!r}")
@@ -126,12 +137,14 @@ def build_program(graph: Graph, offsets: dict[str, int], arena_bytes: int) -> tu
     operators: list[m.Operator] = []
     instructions = []
     for call in graph.calls:
-        op = m.Operator(call.op, "out")
+        op = m.Operator(call.op, call.overload)
         if op not in operators:
             operators.append(op)
         args = [arg_value(a) for a in call.args]
-        out = tensor_index[call.out]
-        instructions.append(m.KernelCall(operators.index(op), (*args, out, out)))
+        outs = [tensor_index[name] for name in (call.out, *call.extra_outs)]
+        # the return: the out tensor again, or a TensorList of every output (ExecuTorch's emitter)
+        ret = outs[0] if len(outs) == 1 else values.add(m.TensorList(tuple(outs)))
+        instructions.append(m.KernelCall(operators.index(op), (*args, *outs, ret)))
 
     forward = m.ExecutionPlan(
         name="forward",

@@ -3,7 +3,8 @@
 The lowering (``compiler.lower``) turns a converted PT2E graph into a `Graph`; the emitter
 (``compiler.emit``) gives every argument an EValue, every planned tensor an arena offset and
 writes the .pte. Kernel-call arguments are Python values: `TensorArg` (a tensor by name),
-``int``, ``float``, ``bool``, ``tuple[int, ...]`` (an int list), ``None`` (a Null).
+``int``, ``float``, ``bool``, ``str``, ``tuple[int, ...]`` (an int list),
+``tuple[TensorArg, ...]`` (a tensor list), ``None`` (a Null).
 """
 
 from __future__ import annotations
@@ -50,15 +51,19 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class Call:
-    """One ``cortex_m::``/``aten::`` kernel call: the op's qualified name (without ``.out``),
-    its schema arguments in order, the out tensor, the scratch tensors among the args, and the
-    graph node it comes from."""
+    """One ``cortex_m::``/``aten::`` kernel call: the op's qualified name (without the
+    overload), its schema arguments in order, the out tensor, the scratch tensors among the
+    args, the graph node it comes from, the overload name and, for ops with several outputs
+    (``max_pool2d_with_indices``), the outputs after ``out``. A tuple of `TensorArg` is a
+    TensorList argument."""
 
     op: str
     args: tuple
     out: str
     layer: str
     scratch: tuple[str, ...] = ()
+    overload: str = "out"
+    extra_outs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

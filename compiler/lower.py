@@ -22,13 +22,20 @@ int8 tensors, with what ExecuTorch's ``aten_to_cortex_m_pass`` computes:
 - softmax over the last dim: TFLM's ``PreprocessSoftmaxScaling`` (beta 1); output 1/256, -128;
 - pad: ``pre_pad``/``post_pad`` in the tensor's physical (dim-order) order, value quantized;
 - flatten/view: a view of the same bytes when the channels-last bytes already are in the
-  new logical order (spatial 1×1 or one channel), else unsupported.
+  logical element order (spatial 1×1 or one channel); else an int8
+  ``dim_order_ops::_to_dim_order_copy`` to contiguous first, and, for a 4-D result whose
+  channels-last bytes would differ from the row-major ones, one to channels-last after.
+
+A rule that does not apply to its node (max pool with ceil_mode, softmax over another dim,
+a broadcasting add, ...) raises `UnsupportedLayerError`; the lowering then undoes what the
+rule began and runs the node in fp32 instead, giving the rule's message as the reason.
 
 Activations are 4-D tensors with logical NCHW sizes and dim order ``[0, 2, 3, 1]`` (NHWC
 bytes), as ExecuTorch's legacy cortex_m layout mode emits them. Fused ReLU/ReLU6/hardtanh/clamp
-set ``activation_min``/``activation_max``. Ops left in fp32 run as ``aten::*.out`` portable
+set ``activation_min``/``activation_max``. Ops left in fp32 run as ``aten::*`` portable
 kernels between ``cortex_m::dequantize_per_tensor`` and ``cortex_m::quantize_per_tensor``
-when refsim has them; otherwise `UnsupportedLayerError` names the layer.
+when refsim has them (``compiler.portable_float`` lists them and their conventions);
+otherwise `UnsupportedLayerError` names the layer.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from torch import fx
 from compiler import ops_lowering as L
 from compiler.errors import UnsupportedLayerError
 from compiler.ir import Graph, Layer, TensorArg, TensorInfo
+from compiler.portable_float import lower_fp32
 from compiler.quantizer import FUSABLE_ACTIVATIONS
 from compiler.targets import Target
 from refsim.pte.model import ScalarType
@@ -61,6 +69,7 @@ class Lowering:
         self.quantized: dict[fx.Node, str] = {}  # quantize node (or int8 input) -> int8 tensor
         self.floats: dict[fx.Node, str] = {}  # float-valued node -> fp32 tensor
         self.done: set[fx.Node] = set()
+        self.converted: dict[tuple[str, tuple[int, ...]], str] = {}  # (tensor, dim order) -> copy
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -85,8 +94,14 @@ class Lowering:
         return self.graph.add(info)
 
     def constant(self, name: str, array: np.ndarray) -> str:
-        dtype = {np.dtype(np.int8): ScalarType.INT8, np.dtype(np.int32): ScalarType.INT32}[array.dtype]
-        return self.new_tensor(name, dtype, array.shape, data=np.ascontiguousarray(array))
+        dtype = {
+            np.dtype(np.int8): ScalarType.INT8,
+            np.dtype(np.int32): ScalarType.INT32,
+            np.dtype(np.float32): ScalarType.FLOAT32,
+        }[array.dtype]
+        return self.new_tensor(
+            name, dtype, array.shape, data=np.ascontiguousarray(array).reshape(array.shape)
+        )
 
     def scratch(self, name: str, nbytes: int) -> str:
         return self.new_tensor(name, ScalarType.UINT8, (int(nbytes),))
@@ -123,8 +138,40 @@ class Lowering:
         self.done.add(q)
         return tensor, scale, zp
 
-    def call(self, op: str, args: tuple, out: str, layer: str, scratch: tuple[str, ...] = ()) -> None:
-        self.graph.calls.append(L.make_call(op, args, out, layer, scratch))
+    def call(
+        self,
+        op: str,
+        args: tuple,
+        out: str,
+        layer: str,
+        scratch: tuple[str, ...] = (),
+        *,
+        overload: str = "out",
+        extra_outs: tuple[str, ...] = (),
+    ) -> None:
+        self.graph.calls.append(L.make_call(op, args, out, layer, scratch, overload, extra_outs))
+
+    def in_dim_order(self, name: str, order: tuple[int, ...]) -> str:
+        """``name`` in dim order ``order``: itself, a view when its bytes already are in that
+        order (the same non-unit dims in the same order), else a ``_to_dim_order_copy``."""
+        info = self.graph.tensors[name]
+        order = tuple(order)
+        if info.dim_order == order:
+            return name
+        if (name, order) in self.converted:
+            return self.converted[(name, order)]
+        kind = "contiguous" if order == tuple(range(len(order))) else "channels_last"
+        new = self.graph.add(
+            TensorInfo(
+                f"{name}_{kind}", info.dtype, info.sizes, order, scale=info.scale, zero_point=info.zero_point
+            )
+        )
+        if [d for d in info.dim_order if info.sizes[d] != 1] == [d for d in order if info.sizes[d] != 1]:
+            self.graph.tensors[new].alias_of = name
+        else:
+            self.call("dim_order_ops::_to_dim_order_copy", (TensorArg(name), False, order), new, name)
+        self.converted[(name, order)] = new
+        return new
 
     def layer(self, node: fx.Node, status: str, detail: str = "") -> None:
         self.graph.layers.append(
@@ -191,10 +238,19 @@ class Lowering:
     def quantize(self, node: fx.Node) -> None:
         """A quantize of a float value computed on the device (after an fp32 island)."""
         source = node.args[0]
+        if source not in self.floats and isinstance(source, fx.Node) and source.target in DEQUANTIZE:
+            # dequantize → quantize: the same int8 tensor when the parameters agree
+            q_in, scale_in, zp_in = self.int8_input(source)
+            if (scale_in, zp_in) == (float(node.args[1]), int(node.args[2])):
+                self.quantized[node] = q_in
+                self.done.add(node)
+                return
+            self.float_input(source)  # else requantize through fp32
         if source not in self.floats:
             raise UnsupportedLayerError(f"{node.name}: quantizes {source}, which was not lowered")
         tensor, scale, zp = self.define_output(source, node, name=f"{source.name}_q")
-        args = (TensorArg(self.floats[source]), scale, zp, -128, 127, int(ScalarType.INT8))
+        value = self.in_dim_order(self.floats[source], self.graph.tensors[tensor].dim_order)
+        args = (TensorArg(value), scale, zp, -128, 127, int(ScalarType.INT8))
         self.call("cortex_m::quantize_per_tensor", args, tensor, node.name)
 
     def float_input(self, node) -> str:
@@ -204,6 +260,7 @@ class Lowering:
         if isinstance(node, fx.Node) and node.target in DEQUANTIZE:
             source, scale, zp = self.int8_input(node)
             out = self.new_tensor(f"{node.name}_f32", ScalarType.FLOAT32, self.val(node).shape)
+            self.graph.tensors[out].dim_order = self.graph.tensors[source].dim_order
             args = (TensorArg(source), scale, zp, -128, 127, int(ScalarType.INT8))
             self.call("cortex_m::dequantize_per_tensor", args, out, node.name)
             self.floats[node] = out
@@ -218,9 +275,27 @@ class Lowering:
             if isinstance(a, fx.Node) and a.op != "get_attr"
         )
         if rule is not None and quantized_inputs and self._quantized_output(node):
-            rule(self, node)
-            return
-        self.fp32(node, "no int8 cortex_m form" if rule is None else "not quantized (inputs or output fp32)")
+            saved = self._snapshot()
+            try:
+                rule(self, node)
+                return
+            except UnsupportedLayerError as exc:  # this instance has no int8 form: fp32 instead
+                self._restore(saved)
+                why = f"no int8 form for it ({str(exc).removeprefix(node.name + ': ')})"
+        else:
+            why = "no int8 cortex_m form" if rule is None else "not quantized (inputs or output fp32)"
+        self.fp32(node, why)
+
+    def _snapshot(self) -> tuple:
+        g = self.graph
+        return (dict(g.tensors), len(g.calls), len(g.layers), dict(self.quantized), dict(self.floats),
+                set(self.done), dict(self.converted))  # fmt: skip
+
+    def _restore(self, saved: tuple) -> None:
+        tensors, n_calls, n_layers, quantized, floats, done, converted = saved
+        self.graph.tensors = tensors
+        del self.graph.calls[n_calls:], self.graph.layers[n_layers:]
+        self.quantized, self.floats, self.done, self.converted = quantized, floats, done, converted
 
     def _quantized_output(self, node: fx.Node) -> bool:
         users = list(node.users)
@@ -230,7 +305,7 @@ class Lowering:
 
     def fp32(self, node: fx.Node, why: str) -> None:
         """Run ``node`` in fp32 on refsim's portable kernel ``aten::<op>.out``, if it has one."""
-        L.lower_fp32(self, node, why)
+        lower_fp32(self, node, why)
 
 
 def lower(gm: fx.GraphModule, target: Target) -> Graph:

@@ -1,5 +1,5 @@
 """One lowering rule per float op: the cortex_m call ExecuTorch 1.5.1 emits for it (see
-``compiler.lower`` for the conventions), and the fp32 fallback on refsim's portable kernels."""
+``compiler.lower`` for the conventions); the fp32 fallback is ``compiler.portable_float``."""
 
 from __future__ import annotations
 
@@ -26,11 +26,19 @@ if TYPE_CHECKING:
 aten = torch.ops.aten
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-__all__ = ["NCHW_AS_NHWC", "RULES", "lower_fp32", "make_call"]
+__all__ = ["NCHW_AS_NHWC", "RULES", "make_call"]
 
 
-def make_call(op: str, args: tuple, out: str, layer: str, scratch: tuple[str, ...] = ()) -> Call:
-    return Call(op, tuple(args), out, layer, tuple(scratch))
+def make_call(
+    op: str,
+    args: tuple,
+    out: str,
+    layer: str,
+    scratch: tuple[str, ...] = (),
+    overload: str = "out",
+    extra_outs: tuple[str, ...] = (),
+) -> Call:
+    return Call(op, tuple(args), out, layer, tuple(scratch), overload, tuple(extra_outs))
 
 
 def _pair(value, default) -> tuple[int, int]:
@@ -354,24 +362,37 @@ def lower_softmax(lw: Lowering, node: fx.Node) -> None:
     lw.layer(node, "int8", "softmax (CMSIS-NN s8)")
 
 
+def _in_byte_order(order, sizes) -> bool:
+    """Whether bytes in dim order ``order`` hold the elements in row-major logical order."""
+    nontrivial = [d for d in order if sizes[d] != 1]
+    return nontrivial == sorted(nontrivial)
+
+
 def lower_view(lw: Lowering, node: fx.Node) -> None:
+    """A view of the int8 bytes, with int8 ``_to_dim_order_copy``s where the channels-last
+    bytes are not in the logical element order: before (input) and after (a 4-D result)."""
     x, scale, zp = lw.int8_input(node.args[0])
     info = lw.graph.tensors[x]
     q, _ = lw.output_quantize(node)
     sizes = tuple(int(s) for s in lw.val(q).shape)
-    nontrivial = [d for d in info.dim_order if info.sizes[d] != 1]
-    if nontrivial != sorted(nontrivial):
-        raise UnsupportedLayerError(
-            f"{node.name}: a view of channels-last bytes in another element order needs a transpose "
-            f"(input sizes {list(info.sizes)})"
-        )
+    how = []
+    if not _in_byte_order(info.dim_order, info.sizes):
+        x = lw.in_dim_order(x, tuple(range(len(info.sizes))))
+        how.append("a dim-order copy to contiguous")
     out = lw.new_tensor(node.name, ScalarType.INT8, sizes, scale=scale, zero_point=zp)
     lw.graph.tensors[out].alias_of = x
-    if len(sizes) == 4:  # keep the bytes' order: same dims of size > 1 in the same order
-        lw.graph.tensors[out].dim_order = NCHW_AS_NHWC
+    lw.graph.tensors[out].dim_order = tuple(range(len(sizes)))
+    how.append("a view")
+    if len(sizes) == 4:  # the int8 kernels read channels-last
+        if _in_byte_order(NCHW_AS_NHWC, sizes):
+            lw.graph.tensors[out].dim_order = NCHW_AS_NHWC  # the same bytes
+        else:
+            out = lw.in_dim_order(out, NCHW_AS_NHWC)
+            how.append("a dim-order copy to channels-last")
     lw.quantized[q] = out
     lw.done.add(q)
-    lw.layer(node, "view", f"{list(info.sizes)} → {list(sizes)} (no copy)")
+    detail = "no copy" if how == ["a view"] else ", then ".join(how)
+    lw.layer(node, "view", f"{list(info.sizes)} → {list(sizes)} ({detail})")
 
 
 RULES = {
@@ -389,46 +410,3 @@ RULES = {
     aten.view.default: lower_view,
     aten.reshape.default: lower_view,
 }
-
-
-# --- fp32 fallback ---------------------------------------------------------------------------------
-
-#: float op -> (refsim portable op, how its schema arguments come from the node's)
-FP32_OPS = {
-    aten.add.Tensor: ("aten::add", lambda n, t: (t(n.args[0]), t(n.args[1]), n.kwargs.get("alpha", 1))),
-    aten.sub.Tensor: ("aten::sub", lambda n, t: (t(n.args[0]), t(n.args[1]), n.kwargs.get("alpha", 1))),
-    aten.mul.Tensor: ("aten::mul", lambda n, t: (t(n.args[0]), t(n.args[1]))),
-    aten.relu.default: ("aten::clamp", lambda n, t: (t(n.args[0]), 0.0, None)),
-    aten.hardtanh.default: (
-        "aten::hardtanh",
-        lambda n, t: (t(n.args[0]), float(_arg(n, 1, -1.0)), float(_arg(n, 2, 1.0))),
-    ),
-    aten.clamp.default: ("aten::clamp", lambda n, t: (t(n.args[0]), _arg(n, 1, None), _arg(n, 2, None))),
-}
-
-
-def lower_fp32(lw: Lowering, node: fx.Node, why: str) -> None:
-    """``node`` on a refsim portable fp32 kernel, between dequantize and quantize."""
-    entry = FP32_OPS.get(node.target)
-    if entry is None:
-        raise UnsupportedLayerError(
-            f"layer {node.name} ({node.target}): {why}, and refsim has no fp32 kernel for it"
-        )
-    for a in node.args:
-        if (
-            isinstance(a, fx.Node)
-            and a.target != torch.ops.quantized_decomposed.dequantize_per_tensor.default
-        ):
-            if a not in lw.floats:
-                raise UnsupportedLayerError(
-                    f"layer {node.name}: input {a.name} is not a tensor of the program"
-                )
-    op, build = entry
-    args = build(node, lambda a: TensorArg(lw.float_input(a)) if isinstance(a, fx.Node) else a)
-    first = next(a for a in args if isinstance(a, TensorArg))
-    sizes = tuple(int(s) for s in lw.val(node).shape)
-    out = lw.new_tensor(f"{node.name}_f32", ScalarType.FLOAT32, sizes)
-    lw.graph.tensors[out].dim_order = lw.graph.tensors[first.name].dim_order
-    lw.floats[node] = out
-    lw.call(op, args, out, node.name)
-    lw.layer(node, "fp32", why)
