@@ -15,7 +15,8 @@ every memory-planned activation and CMSIS-NN scratch buffer, views merged into t
   kernels take no scratch), beside our best of the activations alone;
 - the live-bytes lower bound of the given order and of the reordered order
   (``compiler.planner.reorder``), for all buffers and for activations alone; the largest
-  scratch buffer; the program's constant bytes.
+  scratch buffer; the program's constant bytes; op coverage (KernelCalls and MACs in CMSIS-NN
+  kernels vs portable ops).
 
 ``--pte`` adds any other .pte files. ``--zoo`` is the hook for the compiler's zoo: it runs
 ``refsim compile zoo:NAME --target cortex-m55`` for each MLPerf Tiny model into a temporary
@@ -105,6 +106,26 @@ def measure(path: Path, name: str, time_limit_s: float) -> dict:
         "reorder_seconds": round(reorder_seconds, 4),
         "largest_scratch_bytes": max((b.size for b in scratch), default=0),
         "constant_bytes": pb.constant_bytes,
+        "op_coverage": op_coverage(path),
+    }
+
+
+def op_coverage(path: Path) -> dict:
+    """How much of the program runs in CMSIS-NN kernels: KernelCalls and MACs (the tier the file
+    was exported for), as `refsim inspect` counts them."""
+    from refsim.runtime import Program
+    from refsim.runtime.describe import method_ops
+    from refsim.runtime.estimate import exported_tier
+
+    method = Program.load(path).method("forward")
+    ops = method_ops(method, exported_tier(method) or "mve")
+    cmsis = [o for o in ops if not o["portable"]]
+    macs = sum(o["macs"] for o in ops)
+    return {
+        "ops": len(ops),
+        "cmsis_nn_ops": len(cmsis),
+        "portable_ops": len(ops) - len(cmsis),
+        "cmsis_nn_mac_share": round(sum(o["macs"] for o in cmsis) / macs, 4) if macs else None,
     }
 
 
@@ -159,6 +180,7 @@ def render(rows: list[dict], missing: list[dict]) -> None:
         "TFLM act.",
         "scratch max",
         "constants",
+        "CMSIS-NN ops",
         "best s",
     ):
         table.add_column(col, justify="right")
@@ -179,11 +201,12 @@ def render(rows: list[dict], missing: list[dict]) -> None:
             "-" if tflm is None else f"{tflm:,}",
             f"{r['largest_scratch_bytes']:,}",
             f"{r['constant_bytes']:,}",
+            f"{r['op_coverage']['cmsis_nn_ops']}/{r['op_coverage']['ops']}",
             f"{r['best']['seconds']:.3f}",
         ]
         table.add_row(*cells)
     for m in missing:
-        table.add_row(m["name"], *(["-"] * (len(ALGORITHMS) + 11)))
+        table.add_row(m["name"], *(["-"] * (len(ALGORITHMS) + 12)))
     console = Console()
     console.print(table)
     console.print("* = equals the live-bytes lower bound of the given order")
