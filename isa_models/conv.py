@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa_models.formula import Features, Formula
-from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps
+from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
 from kernels_py.types import ConvParams, TransposeConvParams
 
@@ -167,6 +167,61 @@ def _conv_features(p: Params, tier: str, *, in_place: bool, row_wise: bool = Fal
     }
 
 
+def _im2col_calls(p: Params, tier: str) -> dict[str, float]:
+    """CMSIS-NN arm_convolve_s8's im2col: per output pixel and filter tap one ``arm_memcpy_s8``
+    of C_IN/G bytes (tap inside the input) or one ``arm_memset_s8`` of the input offset (tap in
+    the padding), as :class:`isa_models.shapes.ByteOps` counts them. The destination is the
+    pixel's column (scalar/DSP: two columns of K bytes at a word-aligned base; MVE: the WLSTP
+    loop, where alignment does not matter); the source offset is (y·W + x)·C_IN + g·C."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    groups = max(i.c // max(f.c, 1), 1)
+    depth = f.h * f.w * f.c
+    ops = ByteOps(tier, skip_empty=False)
+    oy, ox = np.arange(o.h), np.arange(o.w)
+    parity = ((oy[:, None] * o.w + ox[None, :]) % 2) if tier != "mve" else np.zeros((o.h, o.w), int)
+    for g in range(groups):
+        for ky in range(f.h):
+            y = oy * s.h - pad.h + ky * d.h
+            for kx in range(f.w):
+                x = ox * s.w - pad.w + kx * d.w
+                inside = (0 <= y)[:, None] & (y < i.h)[:, None] & (0 <= x)[None, :] & (x < i.w)[None, :]
+                src = (
+                    (np.clip(y, 0, None)[:, None] * i.w + np.clip(x, 0, None)[None, :]) * i.c + g * f.c
+                ) % 4
+                tap = (ky * f.w + kx) * f.c
+                for col in (0, 1) if tier != "mve" else (0,):
+                    dst = col * depth + tap
+                    here = parity == col
+                    ops.fill(f.c, dst, o.n * int((here & ~inside).sum()))
+                    counts = np.bincount(src[here & inside], minlength=4)
+                    for r in range(4):
+                        if counts[r]:
+                            ops.copy(f.c, dst, r, o.n * int(counts[r]))
+    return {k: v for k, v in ops.f.items() if v or k in ("copy_calls", "set_calls")}
+
+
+def _cmsis_conv_features(p: Params, tier: str) -> Features:
+    """arm_convolve_s8 as CMSIS-NN loops: the mat-mult features above, im2col as memcpy/memset
+    calls per (pixel, tap) (:func:`_im2col_calls`) and, off MVE, each column widened to int16
+    (``arm_s8_to_s16_unordered_with_offset`` / ``arm_q7_to_q15_with_offset``: 4 per pass and
+    a tail): widen_blocks = P·⌊K/4⌋·G, widen_tail = P·(K mod 4)·G (scalar: widen_tail = P·K·G)."""
+    features = {k: v for k, v in _conv_features(p, tier, in_place=False).items()
+                if k not in ("im2col", "im2col_runs", "im2col_scalar")}  # fmt: skip
+    f, o, i = dims(p, "filter_dims"), dims(p, "output_dims"), dims(p, "input_dims")
+    groups = max(i.c // max(f.c, 1), 1)
+    columns = o.n * o.h * o.w * groups
+    depth = f.h * f.w * f.c
+    if tier == "dsp":
+        features["widen_blocks"], features["widen_tail"] = (
+            float(columns * (depth // 4)),
+            float(columns * (depth % 4)),
+        )
+    elif tier == "scalar":
+        features["widen_blocks"], features["widen_tail"] = 0.0, float(columns * depth)
+    return {**features, **_im2col_calls(p, tier)}
+
+
 def _reverse_conv_params(p: Params) -> dict[str, int]:
     """The arm_convolve_s8 call arm_transpose_conv_wrapper_s8 makes: the input upscaled by the
     stride (zeros between pixels), padded by KH-1-padding, stride 1, the filter reversed."""
@@ -213,10 +268,11 @@ FORMULAS: dict[str, Formula] = {
         Formula(
             "arm_convolve_s8",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, in_place=False),
+            _cmsis_conv_features,
             conv_macs,
             conv_bytes,
-            "im2col + mat-mult: call, pixels, outputs, im2col, im2col_pad, blocks, k_tail",
+            "im2col (memcpy/memset per tap) + mat-mult: call, pixels, outputs, blocks, k_tail",
+            library_features=(("kernels_c", lambda p, tier: _conv_features(p, tier, in_place=False)),),
         ),
         Formula(
             "arm_convolve_1x1_s8_fast",

@@ -107,6 +107,32 @@ def _features(p: Params, tier: str) -> Features:
     return features
 
 
+def _generic_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_depthwise_conv_s8 (any tier: the same C loops). Two routes:
+
+    ``ch_mult % 4 == 0``, one image, no dilation: ``depthwise_conv_s8_mult_4``, per pixel and
+    4-output tile a bias load, per valid filter row a row set-up, per valid tap 4 MACs, then 4
+    requantizations: tiles = P·C/4, tile_rows = Σ valid rows · C/4, tile_taps = T·C/4.
+    Otherwise ``depthwise_conv_s8_generic``: per output (P·C) the window bounds (two integer
+    divisions per dilated axis: div_w, div_h = outputs), per valid row a loop start
+    (out_rows = Σ valid rows · C), per valid tap one MAC (macs_valid = T·C), then one
+    requantization (outputs)."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    mult = value(p, "ch_mult", 1)
+    pixels = o.n * o.h * o.w
+    rows_h = valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h)
+    cols_w = valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
+    rows = o.n * rows_h * o.w  # Σ over pixels of the valid filter rows
+    taps = o.n * rows_h * cols_w
+    out = {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c)}
+    if mult % 4 == 0 and o.n == 1 and d.h == 1 and d.w == 1:
+        q = o.c // 4
+        return {**out, "tiles": float(pixels * q), "tile_rows": float(rows * q), "tile_taps": float(taps * q)}
+    return {**out, "out_rows": float(rows * o.c), "macs_valid": float(taps * o.c),
+            "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0)}  # fmt: skip
+
+
 def _as_conv(p: Params) -> dict[str, int]:
     """The arm_convolve_wrapper_s8 call a one-channel depthwise becomes (filter [C_OUT, KH, KW, 1])."""
     f = dims(p, "filter_dims")
@@ -128,7 +154,15 @@ def _formula(key: str, doc: str) -> Formula:
 FORMULAS: dict[str, Formula] = {
     f.key: f
     for f in (
-        _formula("arm_depthwise_conv_s8", "generic (any ch_mult, dilation, batch)"),
+        Formula(
+            "arm_depthwise_conv_s8",
+            PUBLIC_WRAPPER,
+            _generic_features,
+            macs,
+            nbytes,
+            "generic (any ch_mult, dilation, batch)",
+            library_features=(("kernels_c", _features),),
+        ),
         _formula("arm_depthwise_conv_s8_opt", "ch_mult 1: im2col of the window, channel-parallel MACs"),
         _formula("arm_depthwise_conv_3x3_s8", "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)"),
         Formula(TO_CONV, PUBLIC_WRAPPER, _to_conv_features, macs, nbytes, "MVE: one input channel as a conv"),
@@ -180,6 +214,9 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((2, 8, 8, 16), (3, 3), 1, (1, 1), (1, 1)), ((1, 12, 12, 16), (3, 3), 1, (1, 1), (2, 2)),
         ((1, 9, 9, 6), (5, 5), 3, (2, 2), (1, 1)), ((1, 12, 12, 3), (3, 3), 8, (2, 2), (1, 1)),
         ((2, 6, 6, 10), (2, 2), 2, (1, 1), (1, 1)), ((1, 16, 8, 12), (3, 3), 2, (1, 2), (1, 1)),
+        # dilated windows (integer divisions per output and dilated axis), ch_mult 1 and more
+        ((1, 10, 10, 8), (3, 3), 1, (1, 1), (1, 2)), ((1, 12, 8, 6), (3, 3), 2, (1, 1), (2, 1)),
+        ((1, 14, 14, 4), (3, 3), 4, (1, 1), (3, 3)), ((1, 9, 12, 10), (2, 3), 1, (2, 1), (2, 2)),
     )]  # fmt: skip
     three += [
         _shape(x, (3, 3), stride=st) for x, st in _drawn_dw(21, 14, channels=(4, 8, 13, 16, 32, 64, 96))

@@ -197,7 +197,9 @@ def measurer(core: str, harness: Any | None) -> tuple[Measure, str]:
     return counted, CPI1_SOURCE
 
 
-def sweep_calls(tier: str, only: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, int], bool]]:
+def sweep_calls(
+    tier: str, only: Sequence[str] | None = None, library: str | None = None
+) -> list[tuple[str, str, dict[str, int], bool]]:
     """(public function, formula key, shape, held out) for every sweep shape, narrowed to
     ``only`` (formula keys, public functions or family names).
 
@@ -215,7 +217,7 @@ def sweep_calls(tier: str, only: Sequence[str] | None = None) -> list[tuple[str,
             chosen.setdefault(key, []).append((function, shape))
     rows = []
     for key, calls in chosen.items():
-        features = [formulas.FORMULAS[key].features(shape, tier) for _f, shape in calls]
+        features = [formulas.FORMULAS[key].features_for(library)(shape, tier) for _f, shape in calls]
         held: set[int] = set()
         want = len(calls) // HELD_OUT_EVERY
         for i in [*range(HELD_OUT_EVERY - 1, len(calls), HELD_OUT_EVERY), *range(len(calls))]:
@@ -324,7 +326,7 @@ def calibrate_core(
 
         harness, available = build_library_harness(qcore, kernels_dir)
     measure, source = measurer(model.name, harness)
-    rows = sweep_calls(model.tier, only)
+    rows = sweep_calls(model.tier, only, library)
     if available is not None:  # a library measures the functions it has (refsim_lut_s8 is ours)
         rows = [r for r in rows if r[0] in available]
     if not rows:
@@ -343,7 +345,7 @@ def calibrate_core(
         calibration.Measurement(
             key=key,
             shape={"function": function, **shape},
-            features=formulas.FORMULAS[key].features(shape, model.tier),
+            features=formulas.FORMULAS[key].features_for(library)(shape, model.tier),
             instructions=ins,
             cycles=cyc,
             held_out=held,
