@@ -185,7 +185,7 @@ def _im2col_calls(p: Params, tier: str) -> dict[str, float]:
             y = oy * s.h - pad.h + ky * d.h
             for kx in range(f.w):
                 x = ox * s.w - pad.w + kx * d.w
-                inside = (0 <= y)[:, None] & (y < i.h)[:, None] & (0 <= x)[None, :] & (x < i.w)[None, :]
+                inside = (y >= 0)[:, None] & (y < i.h)[:, None] & (x >= 0)[None, :] & (x < i.w)[None, :]
                 src = (
                     (np.clip(y, 0, None)[:, None] * i.w + np.clip(x, 0, None)[None, :]) * i.c + g * f.c
                 ) % 4

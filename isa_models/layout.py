@@ -131,7 +131,7 @@ def _transpose_plan(p: Params) -> tuple[int, int, int]:
 
 _TRANSPOSE_KEYS = ("call", "copy", "rows_2d", "elements_2d", "columns", "gathers",
                    *(f"{k}{r}" for r in ("_3d", "") for k in ("planes", "rows", "elements", "unit_rows",
-                                                             "unit_words", "unit_bytes")))  # fmt: skip
+                                                             "unit_long", "unit_vector_rows", "unit_vectors", "unit_words", "unit_bytes")))  # fmt: skip
 
 
 def _transpose_features(p: Params, tier: str) -> Features:
@@ -144,7 +144,8 @@ def _transpose_features(p: Params, tier: str) -> Features:
     has a unit-stride version when the last input axis stays last (GCC -O3's loop versioning
     for strides, read from the -Ofast build): a row of ``r > 6`` bytes copies ``r // 4`` words
     and ``r % 4`` bytes, a shorter row ``r`` bytes (``unit_rows`` rows, ``unit_words``,
-    ``unit_bytes``). The 3-D and 4-D nests are compiled separately: their features carry
+    ``unit_bytes``; on MVE 16-byte vector trips for rows over 14 bytes, then an 8-byte step,
+    then bytes: ``unit_vectors``, ``unit_words``, ``unit_bytes``). The 3-D and 4-D nests are compiled separately: their features carry
     ``_3d`` and no suffix."""
     nd, shape, perm = _transpose_axes(p)
     n, h, w, c = (*shape, 1, 1, 1)[:4]
@@ -160,7 +161,7 @@ def _transpose_features(p: Params, tier: str) -> Features:
         f["rows_2d"], f["elements_2d"] = float(n), float(total)
     elif nd == 3:
         f["planes_3d"] = float(n)
-        _element_rows(f, n * h, w, perm[2] == 2, "_3d")
+        _element_rows(f, n * h, w, perm[2] == 2, "_3d", mve)
     elif mve and perm[0] == 0 and perm[1] == 1:
         f["planes"], f["columns"], f["gathers"] = (
             float(n * h),
@@ -169,15 +170,29 @@ def _transpose_features(p: Params, tier: str) -> Features:
         )
     else:
         f["planes"] = float(n * h)
-        _element_rows(f, n * h * w, c, perm[3] == 3)
+        _element_rows(f, n * h * w, c, perm[3] == 3, "", mve)
     return f
 
 
-def _element_rows(f: dict[str, float], rows: int, run: int, unit: bool, rank: str = "") -> None:
+def _element_rows(
+    f: dict[str, float], rows: int, run: int, unit: bool, rank: str = "", mve: bool = False
+) -> None:
     if not unit:
         f["rows" + rank], f["elements" + rank] = float(rows), float(rows * run)
         return
     f["unit_rows" + rank] = float(rows)
+    f["unit_long" + rank] = float(rows if run > 6 else 0)  # the word/vector version's set-up
+    if mve:  # GCC's MVE version: 16-byte vector trips (rows over 14 bytes), an 8-byte step, bytes
+        vectors = run // 16 if run > 14 else 0
+        rest = run - 16 * vectors
+        chunks = rest // 8 if run > 6 else 0
+        f["unit_vectors" + rank] = float(rows * vectors)
+        f["unit_vector_rows" + rank] = float(rows if vectors else 0)
+        f["unit_words" + rank], f["unit_bytes" + rank] = (
+            float(rows * chunks),
+            float(rows * (rest - 8 * chunks)),
+        )
+        return
     words = run // 4 if run > 6 else 0
     f["unit_words" + rank], f["unit_bytes" + rank] = float(rows * words), float(rows * (run - 4 * words))
 

@@ -142,9 +142,9 @@ class ByteOps:
 
 __all__ = [
     "BLOCKING",
-    "ByteOps",
     "TIERS",
     "Blocking",
+    "ByteOps",
     "Params",
     "ceil_div",
     "dims",
