@@ -85,11 +85,12 @@ def _mat_mult(tier: str, columns: int, channels: int, depth: int) -> dict[str, f
     b = BLOCKING[tier]
     full_cols, odd_cols = divmod(columns, b.columns)
     full_chans, odd_chans = divmod(channels, b.channels)
-    if tier == "mve":
+    if tier == "mve":  # arm_nn_mat_mult_nt_t_s8: 4 columns x 1 channel per pass, then 1 x 1 passes
         k_passes = ceil_div(depth, b.reduce_lanes)
-        passes = ceil_div(columns, b.columns) * channels
+        passes = full_cols * channels
         return {"blocks": float(passes * k_passes), "k_tail": 0.0, "passes": float(passes),
-                "odd_columns": float(odd_cols * channels * k_passes), "odd_channels": 0.0}  # fmt: skip
+                "odd_passes": float(odd_cols * channels), "odd_columns": float(odd_cols * channels * k_passes),
+                "odd_requant": float(odd_cols * ceil_div(channels, 4)), "odd_channels": 0.0}  # fmt: skip
     k_passes, k_left = divmod(depth, b.reduce_lanes)
     return {
         "passes": float(full_cols * full_chans),

@@ -356,6 +356,45 @@ def calibrate_core(
     return calibration.build_document(library, model.name, model.tier, prov, measurements)
 
 
+def refit_document(document: Mapping[str, Any]) -> dict:
+    """``document`` refitted without QEMU: its stored measurements, with the current formula
+    code's routing, features and held-out choice (:func:`sweep_calls`). This is what a fresh
+    ``refsim calibrate`` writes when only the formulas changed (the measurement is exact and
+    repeatable); a sweep shape the file has not measured is an error (measure it: no --refit)."""
+    from isa_models import calibration, formulas
+
+    library, tier = str(document["library"]), str(document["tier"])
+    stored: dict[str, tuple[int, int]] = {}
+    for entry in document["functions"].values():
+        for record in entry["fit"] + entry["held_out"]:
+            stored[_record_id(record["shape"])] = (int(record["instructions"]), int(record["cycles"]))
+    measured_functions = {json.loads(k)["function"] for k in stored}
+    measurements = []
+    missing = []
+    for function, key, shape, held in sweep_calls(tier, None, library):
+        found = stored.get(_record_id({"function": function, **shape}))
+        if found is None:
+            if function in measured_functions:  # a function the library lacks is not measured at all
+                missing.append(f"{function} {dict(shape)}")
+            continue
+        features = formulas.FORMULAS[key].features_for(library)(shape, tier)
+        measurements.append(
+            calibration.Measurement(key, {"function": function, **shape}, features, *found, held_out=held)
+        )
+    if missing:
+        raise RefsimError(
+            f"--refit: {document['library']}/{document['core']} has no measurement of {len(missing)} sweep "
+            f"shape(s), e.g. {missing[0]}; measure them (refsim calibrate without --refit)"
+        )
+    return calibration.build_document(
+        library, str(document["core"]), tier, document["provenance"], measurements
+    )
+
+
+def _record_id(shape: Mapping[str, Any]) -> str:
+    return json.dumps(dict(shape), sort_keys=True)
+
+
 def _shape_seed(function: str, shape: Mapping[str, int]) -> int:
     return zlib.crc32(json.dumps([function, dict(shape)], sort_keys=True).encode())
 
@@ -408,6 +447,13 @@ def calibrate(
         Path | None,
         typer.Option("--out-dir", help="Write <library>/<core>.json here (default isa_models/calibration)."),
     ] = None,
+    refit: Annotated[
+        bool,
+        typer.Option(
+            "--refit",
+            help="No QEMU: refit the files' stored measurements (in --out-dir) with the current formulas.",
+        ),
+    ] = False,
 ) -> None:
     """Measure every CMSIS-NN function's sweep on each core and fit the cost formulas."""
     from isa_models import calibration
@@ -421,7 +467,14 @@ def calibrate(
         "core", "function / variant", "fit", "held out", "instr err (max)", "cycle err (max)", "source"
     )
     for core in _cores(cpu):
-        document = calibrate_core(core, library=name, kernels_dir=kernels_dir, only=kernel, argv=argv)
+        if refit:
+            try:
+                shipped = json.loads(calibration.path_for(name, core, out_dir).read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                raise RefsimError(f"--refit: no readable {name} calibration for {core} ({exc})") from None
+            document = refit_document(shipped)
+        else:
+            document = calibrate_core(core, library=name, kernels_dir=kernels_dir, only=kernel, argv=argv)
         path = calibration.path_for(name, core, out_dir)
         calibration.write(document, path)
         for key, entry in document["functions"].items():
