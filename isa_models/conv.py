@@ -258,6 +258,48 @@ def _transpose_features(p: Params, tier: str) -> Features:
     }
 
 
+def _cmsis_transpose_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_transpose_conv_s8: an int32 row buffer of max(KH, SH) rows of
+    ((IW−1)·SW + max(KW, SW)) pixels, filled with the bias (one ``arm_memcpy_s8`` of 4·C_OUT
+    bytes per buffer pixel, :class:`isa_models.shapes.ByteOps`); per input row j
+    ``arm_nn_transpose_conv_row_s8_s32`` over the filter rows not skipped (KH − top − bottom
+    skips) accumulates 4 input pixels at a time, then single pixels: per (pixel group, output
+    channel, filter row) a row set-up (quad_rows / single_rows), per filter tap a K loop
+    (quad_taps) of ⌊C_IN/4⌋ SMLAD blocks + C_IN mod 4 (DSP), ⌈C_IN/16⌉ predicated VMLADAVs
+    (MVE) or C_IN/2 pairs (scalar) per pass (quad_blocks, quad_tail; single pixels' passes
+    and tail together: single_blocks); finished output rows are requantized (outputs; MVE:
+    ⌈C_OUT/4⌉ vectors per pixel) and their buffer row refilled from the bias."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    oc, ic = f.n, i.c
+    rows = 0  # Σ over input rows of the filter rows used
+    flushed = 0
+    for j in range(i.h):
+        top = max(0, pad.h - j * s.h)
+        bottom = max(0, (j * s.h + f.h) - (pad.h + o.h) - 1)
+        rows += max(f.h - top - bottom, 0)
+        flushed += max(0, (j + 1) * s.h - pad.h) - max(0, j * s.h - pad.h)
+    quads, singles = i.w // 4, i.w % 4
+    if tier == "dsp":
+        per_pass, tail = ic // 4, ic % 4
+    elif tier == "mve":
+        per_pass, tail = ceil_div(ic, 16), 0
+    else:
+        per_pass, tail = ic // 2, ic % 2
+    n = i.n
+    quad_rows = n * rows * quads * oc
+    single_rows = n * rows * singles * oc
+    buf_pixels = (i.w - 1) * s.w + max(f.w, s.w)
+    ops = ByteOps(tier, skip_empty=False)
+    ops.copy(4 * oc, 0, 0, n * (buf_pixels * max(f.h, s.h) + flushed * buf_pixels))
+    taps_q, taps_s = quad_rows * f.w, single_rows * f.w
+    features = {"call": 1.0, "quad_rows": float(quad_rows), "single_rows": float(single_rows),
+                "quad_taps": float(taps_q), "quad_blocks": float(taps_q * per_pass),
+                "quad_tail": float(taps_q * tail), "single_blocks": float(taps_s * (per_pass + tail)),
+                "outputs": float(o.n * o.h * o.w * (ceil_div(oc, 4) if tier == "mve" else oc))}  # fmt: skip
+    return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"]}
+
+
 def transpose_macs(p: Params) -> int:
     i, f = dims(p, "input_dims"), dims(p, "filter_dims")
     return i.n * i.h * i.w * i.c * f.h * f.w * f.n
@@ -302,10 +344,11 @@ FORMULAS: dict[str, Formula] = {
         Formula(
             "arm_transpose_conv_s8",
             "arm_transpose_conv_wrapper_s8",
-            _transpose_features,
+            _cmsis_transpose_features,
             transpose_macs,
             conv_bytes,
-            "scatter per input pixel and tap: call, pixels, taps, outputs, blocks, k_tail",
+            "row buffer: 4-pixel and single-pixel scatter passes per filter row and tap, requant",
+            library_features=(("kernels_c", _transpose_features),),
         ),
         Formula(
             "arm_transpose_conv_wrapper_s8/reverse_conv",
@@ -410,7 +453,7 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     fast += _drawn(12, 16, _draw_fast)
     strided += _drawn(13, 16, _draw_strided)
     one_x_n += _drawn(14, 16, _draw_1_x_n)
-    transposed += _drawn(15, 12, lambda r: _draw_transpose(r, reverse=False))
+    transposed += _drawn(15, 24, lambda r: _draw_transpose(r, reverse=False))
     reverse += _drawn(16, 12, lambda r: _draw_transpose(r, reverse=True))
     return [(w, s) for s in general + fast + strided + one_x_n] + [(t, s) for s in transposed + reverse]
 

@@ -115,7 +115,8 @@ def _generic_features(p: Params, tier: str) -> Features:
     requantizations: tiles = P·C/4, tile_rows = Σ valid rows · C/4, tile_taps = T·C/4.
     Otherwise ``depthwise_conv_s8_generic``: per output (P·C) the window bounds (two integer
     divisions per dilated axis: div_w, div_h = outputs), per valid row a loop start
-    (out_rows = Σ valid rows · C), per valid tap one MAC (macs_valid = T·C), then one
+    (out_rows = Σ valid rows · C; dilated_rows the same when dilated, whose row set-up
+    multiplies by the dilation), per valid tap one MAC (macs_valid = T·C), then one
     requantization (outputs)."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
@@ -130,7 +131,8 @@ def _generic_features(p: Params, tier: str) -> Features:
         q = o.c // 4
         return {**out, "tiles": float(pixels * q), "tile_rows": float(rows * q), "tile_taps": float(taps * q)}
     return {**out, "out_rows": float(rows * o.c), "macs_valid": float(taps * o.c),
-            "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0)}  # fmt: skip
+            "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0),
+            "dilated_rows": float(rows * o.c if d.w > 1 or d.h > 1 else 0)}  # fmt: skip
 
 
 def _as_conv(p: Params) -> dict[str, int]:
@@ -217,6 +219,8 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         # dilated windows (integer divisions per output and dilated axis), ch_mult 1 and more
         ((1, 10, 10, 8), (3, 3), 1, (1, 1), (1, 2)), ((1, 12, 8, 6), (3, 3), 2, (1, 1), (2, 1)),
         ((1, 14, 14, 4), (3, 3), 4, (1, 1), (3, 3)), ((1, 9, 12, 10), (2, 3), 1, (2, 1), (2, 2)),
+        ((1, 16, 10, 6), (3, 2), 2, (2, 2), (2, 3)), ((1, 8, 16, 12), (2, 2), 1, (1, 2), (1, 4)),
+        ((1, 11, 11, 5), (3, 3), 3, (1, 1), (2, 2)), ((1, 7, 9, 16), (5, 3), 1, (1, 1), (1, 2)),
     )]  # fmt: skip
     three += [
         _shape(x, (3, 3), stride=st) for x, st in _drawn_dw(21, 14, channels=(4, 8, 13, 16, 32, 64, 96))
