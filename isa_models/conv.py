@@ -266,8 +266,8 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     skips) accumulates 4 input pixels at a time, then single pixels: per (pixel group, output
     channel, filter row) a row set-up (quad_rows / single_rows), per filter tap a K loop
     (quad_taps) of ⌊C_IN/4⌋ SMLAD blocks + C_IN mod 4 (DSP), ⌈C_IN/16⌉ predicated VMLADAVs
-    (MVE) or C_IN/2 pairs (scalar) per pass (quad_blocks, quad_tail; single pixels' passes
-    and tail together: single_blocks); finished output rows are requantized (outputs; MVE:
+    (MVE) or C_IN/2 pairs (scalar) per pass (quad_blocks, quad_tail; single pixels alike:
+    single_taps, single_blocks, single_tail); finished output rows are requantized (outputs; MVE:
     ⌈C_OUT/4⌉ vectors per pixel) and their buffer row refilled from the bias."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad = tile(p, "stride", 1), tile(p, "padding")
@@ -295,7 +295,8 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     taps_q, taps_s = quad_rows * f.w, single_rows * f.w
     features = {"call": 1.0, "quad_rows": float(quad_rows), "single_rows": float(single_rows),
                 "quad_taps": float(taps_q), "quad_blocks": float(taps_q * per_pass),
-                "quad_tail": float(taps_q * tail), "single_blocks": float(taps_s * (per_pass + tail)),
+                "quad_tail": float(taps_q * tail), "single_taps": float(taps_s),
+                "single_blocks": float(taps_s * per_pass), "single_tail": float(taps_s * tail),
                 "outputs": float(o.n * o.h * o.w * (ceil_div(oc, 4) if tier == "mve" else oc))}  # fmt: skip
     return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"]}
 

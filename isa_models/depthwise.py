@@ -31,7 +31,7 @@ import numpy as np
 
 from isa_models import conv as conv_formulas
 from isa_models.formula import Features, Formula
-from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps, value
+from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps, value
 from kernels_py import depthwise
 from kernels_py.types import DwConvParams
 
@@ -110,9 +110,10 @@ def _features(p: Params, tier: str) -> Features:
 def _generic_features(p: Params, tier: str) -> Features:
     """CMSIS-NN's arm_depthwise_conv_s8 (any tier: the same C loops). Two routes:
 
-    ``ch_mult % 4 == 0``, one image, no dilation: ``depthwise_conv_s8_mult_4``, per pixel and
-    4-output tile a bias load, per valid filter row a row set-up, per valid tap 4 MACs, then 4
-    requantizations: tiles = P·C/4, tile_rows = Σ valid rows · C/4, tile_taps = T·C/4.
+    ``ch_mult % 4 == 0``, one image, no dilation: ``depthwise_conv_s8_mult_4``, per pixel
+    (tile_pixels) and input channel (tile_channels) a loop step, per 4-output tile a bias
+    load and 4 requantizations (tiles = P·C/4), per valid filter row a row set-up
+    (tile_rows = Σ valid rows · C/4), per valid tap 4 MACs (tile_taps = T·C/4).
     Otherwise ``depthwise_conv_s8_generic``: per output (P·C) the window bounds (two integer
     divisions per dilated axis: div_w, div_h = outputs), per valid row a loop start
     (out_rows = Σ valid rows · C; dilated_rows the same when dilated, whose row set-up
@@ -126,13 +127,68 @@ def _generic_features(p: Params, tier: str) -> Features:
     cols_w = valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
     rows = o.n * rows_h * o.w  # Σ over pixels of the valid filter rows
     taps = o.n * rows_h * cols_w
-    out = {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c)}
     if mult % 4 == 0 and o.n == 1 and d.h == 1 and d.w == 1:
         q = o.c // 4
-        return {**out, "tiles": float(pixels * q), "tile_rows": float(rows * q), "tile_taps": float(taps * q)}
+        return {"call": 1.0, "tile_pixels": float(pixels), "tile_channels": float(pixels * i.c),
+                "tiles": float(pixels * q), "tile_rows": float(rows * q), "tile_taps": float(taps * q)}  # fmt: skip
+    out = {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c)}
     return {**out, "out_rows": float(rows * o.c), "macs_valid": float(taps * o.c),
             "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0),
             "dilated_rows": float(rows * o.c if d.w > 1 or d.h > 1 else 0)}  # fmt: skip
+
+
+def _opt_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_depthwise_conv_s8_opt. Scalar builds run the generic kernel
+    (:func:`_generic_features`). DSP, per output pixel: the window's column buffer in int16 —
+    padded top/bottom filter rows zeroed by one ``memset`` each (pad_row_fills, their bytes
+    through :class:`isa_models.shapes.ByteOps`), per valid row and tap either a ``memset`` of
+    2·C bytes (tap left/right of the input) or ``arm_q7_to_q15_with_offset`` of C (T calls,
+    T·⌊C/4⌋ blocks, T·(C mod 4) tail); then per 4 channels a pass over every tap of the window,
+    two taps per SMLAD step (quad_pairs = P·⌊C/4⌋·⌊KH·KW/2⌋, quad_odd = P·⌊C/4⌋·(KH·KW mod 2)),
+    the last C mod 4 channels tap by tap (tail_taps = P·(C mod 4)·KH·KW), and one requantization
+    per output. MVE, per 124-channel block: per pixel and tap one ``arm_memcpy_s8`` /
+    ``arm_memset_s8`` of the block's channels into a 4-column buffer (ByteOps), per 4 pixels
+    ``arm_nn_depthwise_conv_nt_t_s8`` (nominal_blocks = ⌈C/4⌉·KH·KW per 4 pixels, requant
+    vectors ⌈C/4⌉), the last P mod 4 pixels one by one (odd_blocks, odd_vectors)."""
+    if tier == "scalar":
+        return _generic_features(p, tier)
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    c, window = o.c, f.h * f.w
+    pixels = o.n * o.h * o.w
+    rows_h = valid_taps(i.h, o.h, f.h, s.h, pad.h)
+    cols_w = valid_taps(i.w, o.w, f.w, s.w, pad.w)
+    ops = ByteOps(tier, skip_empty=False)
+    if tier == "mve":
+        valid = o.n * rows_h * cols_w
+        for start in range(0, c, 124):
+            active = min(124, c - start)
+            ops.copy(active, 0, 0, valid)
+            ops.fill(active, 0, pixels * window - valid)
+        full, odd = divmod(pixels, 4)
+        vectors = sum(ceil_div(min(124, c - b), 4) for b in range(0, c, 124))
+        return {"call": 1.0, "pixels": float(pixels), "nominal_blocks": float(full * vectors * window),
+                "out_vectors": float(full * vectors), "odd_blocks": float(odd * vectors * window),
+                "odd_vectors": float(odd * vectors), **ops.f}  # fmt: skip
+    taps = o.n * rows_h * cols_w
+    x_pads = o.n * rows_h * o.w * f.w - taps  # valid rows, taps left/right of the input
+    ops.fill(2 * c, 0, x_pads)
+    top = bottom = 0
+    for oy in range(o.h):
+        base = oy * s.h - pad.h
+        start, end = max(0, -base), min(f.h, i.h - base)
+        if start:
+            top += 1
+            ops.fill(2 * f.w * c * start, 0, o.n * o.w)
+        if f.h - end:
+            bottom += 1
+            ops.fill(2 * f.w * c * (f.h - end), 0, o.n * o.w)
+    quads, rest = divmod(c, 4)
+    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * c),
+            "pad_row_fills": float(o.n * o.w * (top + bottom)), "widen_calls": float(taps),
+            "widen_blocks": float(taps * quads), "widen_tail": float(taps * rest),
+            "quad_pairs": float(pixels * quads * (window // 2)), "quad_odd": float(pixels * quads * (window % 2)),
+            "tail_taps": float(pixels * rest * window), **ops.f}  # fmt: skip
 
 
 def _as_conv(p: Params) -> dict[str, int]:
@@ -165,7 +221,15 @@ FORMULAS: dict[str, Formula] = {
             "generic (any ch_mult, dilation, batch)",
             library_features=(("kernels_c", _features),),
         ),
-        _formula("arm_depthwise_conv_s8_opt", "ch_mult 1: im2col of the window, channel-parallel MACs"),
+        Formula(
+            "arm_depthwise_conv_s8_opt",
+            PUBLIC_WRAPPER,
+            _opt_features,
+            macs,
+            nbytes,
+            "ch_mult 1: im2col of the window, channel-parallel MACs",
+            library_features=(("kernels_c", _features),),
+        ),
         _formula("arm_depthwise_conv_3x3_s8", "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)"),
         Formula(TO_CONV, PUBLIC_WRAPPER, _to_conv_features, macs, nbytes, "MVE: one input channel as a conv"),
     )
