@@ -148,8 +148,9 @@ def _opt_features(p: Params, tier: str) -> Features:
     the last C mod 4 channels tap by tap (tail_taps = P·(C mod 4)·KH·KW), and one requantization
     per output. MVE, per 124-channel block: per pixel and tap one ``arm_memcpy_s8`` /
     ``arm_memset_s8`` of the block's channels into a 4-column buffer (ByteOps), per 4 pixels
-    ``arm_nn_depthwise_conv_nt_t_s8`` (nominal_blocks = ⌈C/4⌉·KH·KW per 4 pixels, requant
-    vectors ⌈C/4⌉), the last P mod 4 pixels one by one (odd_blocks, odd_vectors)."""
+    ``arm_nn_depthwise_conv_nt_t_s8`` (nt_calls; nominal_blocks = ⌈C/4⌉·KH·KW per 4 pixels,
+    requant vectors ⌈C/4⌉), the last P mod 4 pixels one by one (odd_blocks, odd_vectors);
+    pixels and tap_rows (P·KH) count the im2col loop steps per channel block."""
     if tier == "scalar":
         return _generic_features(p, tier)
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
@@ -167,7 +168,9 @@ def _opt_features(p: Params, tier: str) -> Features:
             ops.fill(active, 0, pixels * window - valid)
         full, odd = divmod(pixels, 4)
         vectors = sum(ceil_div(min(124, c - b), 4) for b in range(0, c, 124))
-        return {"call": 1.0, "pixels": float(pixels), "nominal_blocks": float(full * vectors * window),
+        blocks = ceil_div(c, 124)
+        return {"call": 1.0, "pixels": float(pixels * blocks), "nt_calls": float(full * blocks),
+                "tap_rows": float(pixels * blocks * f.h), "nominal_blocks": float(full * vectors * window),
                 "out_vectors": float(full * vectors), "odd_blocks": float(odd * vectors * window),
                 "odd_vectors": float(odd * vectors), **ops.f}  # fmt: skip
     taps = o.n * rows_h * cols_w
