@@ -263,11 +263,13 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     ((IW−1)·SW + max(KW, SW)) pixels, filled with the bias (one ``arm_memcpy_s8`` of 4·C_OUT
     bytes per buffer pixel, :class:`isa_models.shapes.ByteOps`); per input row j
     ``arm_nn_transpose_conv_row_s8_s32`` over the filter rows not skipped (KH − top − bottom
-    skips) accumulates 4 input pixels at a time, then single pixels: per (pixel group, output
+    skips) accumulates 4 input pixels at a time, then a pair and a single pixel (IW mod 4):
+    per (pixel group, output
     channel, filter row) a row set-up (quad_rows / single_rows), per filter tap a K loop
     (quad_taps) of ⌊C_IN/4⌋ SMLAD blocks + C_IN mod 4 (DSP), ⌈C_IN/16⌉ predicated VMLADAVs
-    (MVE) or C_IN/2 pairs (scalar) per pass (quad_blocks, quad_tail; single pixels alike:
-    single_taps, single_blocks, single_tail); finished output rows are requantized (outputs; MVE:
+    (MVE) or C_IN/2 pairs (scalar) per pass (quad_blocks, quad_tail; the pair and single
+    pixel alike: pair_taps/blocks/tail, single_taps/blocks/tail; single_rows counts both's
+    row set-ups); finished output rows are requantized (outputs; MVE:
     ⌈C_OUT/4⌉ vectors per pixel) and their buffer row refilled from the bias."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad = tile(p, "stride", 1), tile(p, "padding")
@@ -279,7 +281,7 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
         bottom = max(0, (j * s.h + f.h) - (pad.h + o.h) - 1)
         rows += max(f.h - top - bottom, 0)
         flushed += max(0, (j + 1) * s.h - pad.h) - max(0, j * s.h - pad.h)
-    quads, singles = i.w // 4, i.w % 4
+    quads, pairs, singles = i.w // 4, (i.w % 4) // 2, i.w % 2
     if tier == "dsp":
         per_pass, tail = ic // 4, ic % 4
     elif tier == "mve":
@@ -288,12 +290,14 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
         per_pass, tail = ic // 2, ic % 2
     n = i.n
     quad_rows = n * rows * quads * oc
+    pair_rows = n * rows * pairs * oc
     single_rows = n * rows * singles * oc
     buf_pixels = (i.w - 1) * s.w + max(f.w, s.w)
     ops = ByteOps(tier, skip_empty=False)
     ops.copy(4 * oc, 0, 0, n * (buf_pixels * max(f.h, s.h) + flushed * buf_pixels))
-    taps_q, taps_s = quad_rows * f.w, single_rows * f.w
-    features = {"call": 1.0, "quad_rows": float(quad_rows), "single_rows": float(single_rows),
+    taps_q, taps_p, taps_s = quad_rows * f.w, pair_rows * f.w, single_rows * f.w
+    features = {"call": 1.0, "quad_rows": float(quad_rows), "single_rows": float(single_rows + pair_rows),
+                "pair_taps": float(taps_p), "pair_blocks": float(taps_p * per_pass), "pair_tail": float(taps_p * tail),
                 "quad_taps": float(taps_q), "quad_blocks": float(taps_q * per_pass),
                 "quad_tail": float(taps_q * tail), "single_taps": float(taps_s),
                 "single_blocks": float(taps_s * per_pass), "single_tail": float(taps_s * tail),
