@@ -30,9 +30,11 @@ L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
-A transpose convolution (arm_transpose_conv_s8) scatters each input pixel over the output:
-``pixels`` = N·H·W input pixels, ``taps`` = pixels·KH·KW, blocks/k_tail over K = C_IN per tap
-and C_OUT rows, ``outputs`` = N·OH·OW·C_OUT accumulators cleared, requantized and stored.
+These are kernels_c's arm_convolve_s8 features. CMSIS-NN's arm_convolve_s8 builds its columns
+with one memcpy/memset per (pixel, tap) and widens them to int16 off MVE: ``_cmsis_conv_features``.
+A transpose convolution (arm_transpose_conv_s8) is costed per library: CMSIS-NN scatters input
+rows into an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per output
+pixel (``_kernels_c_transpose_features``); each docstring has the features.
 """
 
 from __future__ import annotations
@@ -245,19 +247,6 @@ def _reverse_conv_features(p: Params, tier: str) -> Features:
     return features
 
 
-def _transpose_features(p: Params, tier: str) -> Features:
-    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    pixels = i.n * i.h * i.w
-    taps = pixels * f.h * f.w
-    return {
-        "call": 1.0,
-        "pixels": float(pixels),
-        "taps": float(taps),
-        "outputs": float(o.n * o.h * o.w * o.c),
-        **_mat_mult(tier, taps, f.n, i.c),
-    }
-
-
 def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     """CMSIS-NN's arm_transpose_conv_s8: an int32 row buffer of max(KH, SH) rows of
     ((IW−1)·SW + max(KW, SW)) pixels, filled with the bias (one ``arm_memcpy_s8`` of 4·C_OUT
@@ -303,6 +292,42 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
                 "single_blocks": float(taps_s * per_pass), "single_tail": float(taps_s * tail),
                 "outputs": float(o.n * o.h * o.w * (ceil_div(oc, 4) if tier == "mve" else oc))}  # fmt: skip
     return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"]}
+
+
+def _gather_taps(out: int, pad: int, stride: int, size: int, kernel: int) -> list[int]:
+    """Per output position, the filter taps that reach it (kernels_c ``tc_tap_range``)."""
+    counts = []
+    for o in range(out):
+        t = o + pad
+        lo, hi = max(t % stride, t - (size - 1) * stride), min(kernel - 1, t)
+        counts.append((hi - lo) // stride + 1 if hi >= lo else 0)
+    return counts
+
+
+def _kernels_c_transpose_features(p: Params, tier: str) -> Features:
+    """kernels_c's arm_transpose_conv_s8 gathers per output pixel: per pair of output channels
+    (then the odd one) a dot product over C_IN for every filter tap that reaches the pixel
+    (rows: reaching filter rows, each with an integer division; taps: reaching taps), C_IN
+    in ⌊C_IN/4⌋ SMLAD blocks + C_IN mod 4 (DSP), ⌊C_IN/16⌋ vectors + one predicated tail (MVE)
+    or one by one (scalar); one requantization per output."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    cy = sum(_gather_taps(o.h, pad.h, s.h, i.h, f.h))
+    cx = sum(_gather_taps(o.w, pad.w, s.w, i.w, f.w))
+    rows, taps = o.n * cy * o.w, o.n * cy * cx
+    c = i.c
+    if tier == "dsp":
+        per, tail = c // 4, c % 4
+    elif tier == "mve":
+        per, tail = c // 16, int(c % 16 != 0)
+    else:
+        per, tail = 0, c
+    pairs, odd = o.c // 2, o.c % 2
+    return {"call": 1.0, "pixels": float(o.n * o.h * o.w), "outputs": float(o.n * o.h * o.w * o.c),
+            "pair_rows": float(rows * pairs), "pair_taps": float(taps * pairs),
+            "pair_blocks": float(taps * pairs * per), "pair_tail": float(taps * pairs * tail),
+            "odd_rows": float(rows * odd), "odd_taps": float(taps * odd),
+            "odd_blocks": float(taps * odd * per), "odd_tail": float(taps * odd * tail)}  # fmt: skip
 
 
 def transpose_macs(p: Params) -> int:
@@ -353,7 +378,7 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "row buffer: 4-pixel and single-pixel scatter passes per filter row and tap, requant",
-            library_features=(("kernels_c", _transpose_features),),
+            library_features=(("kernels_c", _kernels_c_transpose_features),),
         ),
         Formula(
             "arm_transpose_conv_wrapper_s8/reverse_conv",
