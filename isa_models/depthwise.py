@@ -194,6 +194,41 @@ def _opt_features(p: Params, tier: str) -> Features:
             "tail_taps": float(pixels * rest * window), **ops.f}  # fmt: skip
 
 
+def _kernels_c_features(p: Params, tier: str) -> Features:
+    """kernels_c's depthwise: ch_mult 1 as :func:`_features`; ch_mult > 1 per output pixel
+    (scalar/DSP, in chunks of 64 outputs, requantized per chunk) per input channel's run of
+    outputs in the chunk: 4-output passes, then the run's last outputs one by one, each pass
+    over the valid rows and taps (quad_rows/quad_taps, rest_rows/rest_taps; runs, chunks).
+    MVE: 4-lane passes over all outputs and a predicated tail pass, each over the valid rows
+    and taps."""
+    mult = value(p, "ch_mult", 1)
+    if mult == 1:
+        return _features(p, tier)
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    pixels = o.n * o.h * o.w
+    rows_h = valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h)
+    rows = o.n * rows_h * o.w
+    taps = o.n * rows_h * valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
+    if tier == "mve":
+        quads, rest, runs, chunks = o.c // 4, int(o.c % 4 != 0), 0, 0
+    else:
+        quads = rest = runs = chunks = 0
+        for c0 in range(0, o.c, 64):
+            chunks += 1
+            c_end = min(c0 + 64, o.c)
+            oc = c0
+            while oc < c_end:
+                run_end = min((oc // mult + 1) * mult, c_end)
+                runs += 1
+                quads += (run_end - oc) // 4
+                rest += (run_end - oc) % 4
+                oc = run_end
+    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c), "chunks": float(pixels * chunks),
+            "runs": float(pixels * runs), "quad_rows": float(rows * quads), "quad_taps": float(taps * quads),
+            "rest_rows": float(rows * rest), "rest_taps": float(taps * rest)}  # fmt: skip
+
+
 def _as_conv(p: Params) -> dict[str, int]:
     """The arm_convolve_wrapper_s8 call a one-channel depthwise becomes (filter [C_OUT, KH, KW, 1])."""
     f = dims(p, "filter_dims")
@@ -222,7 +257,7 @@ FORMULAS: dict[str, Formula] = {
             macs,
             nbytes,
             "generic (any ch_mult, dilation, batch)",
-            library_features=(("kernels_c", _features),),
+            library_features=(("kernels_c", _kernels_c_features),),
         ),
         Formula(
             "arm_depthwise_conv_s8_opt",
