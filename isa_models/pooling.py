@@ -92,6 +92,19 @@ def _max_pool_features(p: Params, tier: str) -> Features:
             **{k: v for k, v in ops.f.items() if k.startswith("copy")}}  # fmt: skip
 
 
+def _kernels_c_features(p: Params, tier: str, lanes: int) -> Features:
+    """kernels_c: :func:`_features` off MVE; on MVE per pixel ⌊C/λ⌋ full passes and one
+    predicated tail pass (λ = 8 int16 lanes for the average, 16 for the maximum), each over the
+    valid rows and taps: passes, pass_rows, pass_taps (full), tail_taps."""
+    if tier != "mve":
+        return _features(p, tier)
+    pixels, c, rows, taps = _window(p)
+    full, tail = c // lanes, int(c % lanes != 0)
+    return {"call": 1.0, "pixels": float(pixels), "passes": float(pixels * (full + tail)),
+            "pass_rows": float(rows * (full + tail)), "pass_taps": float(taps * full),
+            "tail_taps": float(taps * tail)}  # fmt: skip
+
+
 def macs(p: Params) -> int:
     o = dims(p, "output_dims")
     return o.n * o.h * o.w * o.c * value(p, "filter_dims.h") * value(p, "filter_dims.w")
@@ -103,12 +116,13 @@ def nbytes(p: Params) -> tuple[int, int]:
 
 
 FORMULAS: dict[str, Formula] = {
-    name: Formula(name, name, features, macs, nbytes, doc, library_features=(("kernels_c", _features),))
-    for name, features, doc in (
-        ("arm_avgpool_s8", _avgpool_features, "sum of the valid window, rounded division by its size"),
-        ("arm_max_pool_s8", _max_pool_features, "first tap copied, running maximum, clamp"),
+    name: Formula(name, name, features, macs, nbytes, doc,
+                  library_features=(("kernels_c", lambda p, tier, lanes=lanes: _kernels_c_features(p, tier, lanes)),))
+    for name, features, lanes, doc in (
+        ("arm_avgpool_s8", _avgpool_features, 8, "sum of the valid window, rounded division by its size"),
+        ("arm_max_pool_s8", _max_pool_features, 16, "first tap copied, running maximum, clamp"),
     )
-}
+}  # fmt: skip
 
 
 def route(function: str, p: Params, tier: str) -> str:
