@@ -81,12 +81,19 @@ def conv_bytes(p: Params) -> tuple[int, int]:
     return i.n * i.h * i.w * i.c + weights, o.n * o.h * o.w * o.c
 
 
-def _mat_mult(tier: str, columns: int, channels: int, depth: int) -> dict[str, float]:
+def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool = False) -> dict[str, float]:
     """Inner-loop passes of a blocked mat-mult (``columns`` pixels x ``channels`` rows x ``depth``)
-    and the MACs of its leftover column and channel (odd counts on DSP, < 4 pixels on MVE)."""
+    and the MACs of its leftover column and channel (odd counts on DSP, < 4 pixels on MVE).
+    ``padded`` (kernels_c's MVE engine): the last < 4 columns run as one more 4-column pass,
+    K in 16-lane steps and one predicated tail step (k_tail)."""
     b = BLOCKING[tier]
     full_cols, odd_cols = divmod(columns, b.columns)
     full_chans, odd_chans = divmod(channels, b.channels)
+    if tier == "mve" and padded:  # 16-lane K steps, then one predicated tail step
+        passes = ceil_div(columns, b.columns) * channels
+        return {"blocks": float(passes * (depth // 16)), "k_tail": float(passes * (depth % 16 != 0)),
+                "passes": float(passes), "odd_columns": float(odd_cols * channels * ceil_div(depth, 16)),
+                "odd_channels": 0.0}  # fmt: skip
     if tier == "mve":  # arm_nn_mat_mult_nt_t_s8: 4 columns x 1 channel per pass, then 1 x 1 passes
         k_passes = ceil_div(depth, b.reduce_lanes)
         passes = full_cols * channels
@@ -138,16 +145,19 @@ def _im2col_runs(i, f, o, s, pad, d, groups: int, lanes: int) -> tuple[int, int]
     return o.n * groups * runs, o.n * groups * scalar
 
 
-def _conv_features(p: Params, tier: str, *, in_place: bool, row_wise: bool = False) -> Features:
+def _conv_features(
+    p: Params, tier: str, *, in_place: bool, row_wise: bool = False, kernels_c: bool = False
+) -> Features:
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
     per_group = max(f.n // groups, 1)
     pixels = o.n * o.h * o.w
     depth = f.h * f.w * f.c
-    mat = _mat_mult(tier, pixels, per_group, depth)
-    if row_wise:  # one mat-mult per output row (strided 1x1): the column blocking restarts each row
-        per_row = _mat_mult(tier, o.w, per_group, depth)
+    mat = _mat_mult(tier, pixels, per_group, depth, kernels_c)
+    if row_wise and not (kernels_c and tier == "mve"):  # one mat-mult per output row (strided 1x1): the
+        # column blocking restarts each row (kernels_c's MVE engine keeps collecting 4 columns)
+        per_row = _mat_mult(tier, o.w, per_group, depth, kernels_c)
         mat = {k: v * o.n * o.h for k, v in per_row.items()}
     if in_place:
         copied, padded, runs, scalar = 0, 0, 0, 0
@@ -345,7 +355,9 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "im2col (memcpy/memset per tap) + mat-mult: call, pixels, outputs, blocks, k_tail",
-            library_features=(("kernels_c", lambda p, tier: _conv_features(p, tier, in_place=False)),),
+            library_features=(
+                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=False, kernels_c=True)),
+            ),
         ),
         Formula(
             "arm_convolve_1x1_s8_fast",
@@ -354,6 +366,9 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "1x1, unit stride: the input is the column matrix; call, pixels, outputs, blocks, k_tail",
+            library_features=(
+                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=True, kernels_c=True)),
+            ),
         ),
         Formula(
             "arm_convolve_1x1_s8",
@@ -362,6 +377,12 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "1x1, any stride: strided rows read in place; call, pixels, outputs, blocks, k_tail",
+            library_features=(
+                (
+                    "kernels_c",
+                    lambda p, t: _conv_features(p, t, in_place=True, row_wise=True, kernels_c=True),
+                ),
+            ),
         ),
         Formula(
             "arm_convolve_1_x_n_s8",
@@ -370,6 +391,9 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "1 x N row convolution: as arm_convolve_s8",
+            library_features=(
+                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=False, kernels_c=True)),
+            ),
         ),
         Formula(
             "arm_transpose_conv_s8",
