@@ -83,8 +83,8 @@ class ByteOps:
     """Accumulates the loop trips of the memcpy / memset calls of one kernel call.
 
     Non-MVE (newlib's Thumb-2 ``memcpy``/``memset``, read from its disassembly): memcpy with
-    ``n >= 8`` or both pointers word aligned copies 64-byte blocks, then 16-byte, then 4-byte
-    steps and a 1-3 byte tail; a misaligned ``n < 8`` copy is a byte loop. memset stores bytes
+    ``n >= 8`` or both pointers word aligned copies 64-byte blocks, then 16-byte (copy_quads),
+    then 4-byte steps (copy_steps) and a 1-3 byte tail; a misaligned ``n < 8`` copy is a byte loop. memset stores bytes
     up to a word-aligned destination, then 16-byte blocks, then 4-byte steps, then tail bytes.
     (``set_empty``: 0-byte calls, which return early; ``set_long``: the 16-byte loop's set-up.)
     MVE (``arm_memcpy_s8`` / ``arm_memset_s8``, kernels_c's ``nn_copy_s8_mve``): one tail-
@@ -96,7 +96,7 @@ class ByteOps:
         self.mve = tier == "mve"
         self.skip_empty = skip_empty
         self.f: dict[str, float] = dict.fromkeys(
-            ("copy_calls", "copy_short", "copy_blocks", "copy_steps", "copy_tails", "copy_small", "set_calls",
+            ("copy_calls", "copy_short", "copy_blocks", "copy_quads", "copy_steps", "copy_tails", "copy_small", "set_calls",
              "set_empty", "set_long", "set_blocks", "set_steps", "set_bytes"), 0.0)  # fmt: skip
 
     def copy(self, n: int, dst: int, src: int, times: int = 1) -> None:
@@ -115,7 +115,8 @@ class ByteOps:
         m = n - head
         f["copy_small"] += times * head
         f["copy_blocks"] += times * (m // 64)
-        f["copy_steps"] += times * ((m % 64) // 16 + (m % 16) // 4)
+        f["copy_quads"] += times * ((m % 64) // 16)
+        f["copy_steps"] += times * ((m % 16) // 4)
         f["copy_tails"] += times * (m % 4 != 0)
 
     def fill(self, n: int, dst: int, times: int = 1) -> None:
