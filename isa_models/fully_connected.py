@@ -19,6 +19,9 @@ the mat-mult, ``columns`` on MVE))::
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
 arm_vector_sum_s8 (rows × cols): ``call``, ``outputs`` = rows, ``blocks`` = rows·⌊cols/L⌋.
+
+These are kernels_c's FC features (and both libraries' batch matmul); CMSIS-NN's FC groups
+output channels by 3/2/4 (scalar/DSP/MVE) and runs the rest one by one: ``_vec_mat_cmsis``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,30 @@ def _mat_vec(tier: str, rows: int, channels: int, depth: int) -> tuple[int, int]
     return rows * ceil_div(channels, per) * (depth // b.reduce_lanes), rows * channels * (
         depth % b.reduce_lanes
     )
+
+
+def _vec_mat_cmsis(tier: str, rows: int, channels: int, depth: int) -> dict[str, float]:
+    """CMSIS-NN's ``arm_nn_vec_mat_mult_t_s8`` per LHS row: output channels in groups of G
+    (scalar 3, DSP 2, MVE 4), then the C mod G left one at a time, each a pass over K
+    (scalar: K MACs; DSP: ⌊K/4⌋ SMLAD blocks + K mod 4; MVE: ⌈K/16⌉ predicated VMLADAVs):
+    group_rows/odd_rows (pass set-ups), group_blocks/odd_blocks, group_tail/odd_tail."""
+    group = {"scalar": 3, "dsp": 2, "mve": 4}[tier]
+    full, odd = divmod(channels, group)
+    if tier == "mve":
+        per, tail = ceil_div(depth, 16), 0
+    elif tier == "dsp":
+        per, tail = depth // 4, depth % 4
+    else:
+        per, tail = depth, 0
+    return {"group_rows": float(rows * full), "odd_rows": float(rows * odd),
+            "group_blocks": float(rows * full * per), "odd_blocks": float(rows * odd * per),
+            "group_tail": float(rows * full * tail), "odd_tail": float(rows * odd * tail)}  # fmt: skip
+
+
+def _fc_cmsis_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's FC: per batch row one :func:`_vec_mat_cmsis`; outputs = N·C requantized."""
+    n, k, c = _fc_shape(p)
+    return {"call": 1.0, "batches": float(n), "outputs": float(n * c), **_vec_mat_cmsis(tier, n, c, k)}
 
 
 def _fc_shape(p: Params) -> tuple[int, int, int]:
@@ -113,10 +140,10 @@ def _vsum_bytes(p: Params) -> tuple[int, int]:
 FORMULAS: dict[str, Formula] = {
     f.key: f
     for f in (
-        Formula("arm_fully_connected_s8", "arm_fully_connected_s8", _fc_features, _fc_macs, _fc_bytes,
-                "per-tensor requantization"),
-        Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_features,
-                _fc_macs, _fc_bytes, "per-channel requantization"),
+        Formula("arm_fully_connected_s8", "arm_fully_connected_s8", _fc_cmsis_features, _fc_macs, _fc_bytes,
+                "per-tensor requantization", library_features=(("kernels_c", _fc_features),)),
+        Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_cmsis_features,
+                _fc_macs, _fc_bytes, "per-channel requantization", library_features=(("kernels_c", _fc_features),)),
         Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_features, _bmm_macs, _bmm_bytes,
                 "LHS · RHSᵀ per (batch, head), broadcast"),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
