@@ -82,6 +82,31 @@ def test_formulas_reproduce_the_fit_records(library, core):
             assert cost.cycles == pytest.approx(max(expected, 0.0))
 
 
+@pytest.mark.parametrize("library, core", PAIRS)
+def test_shipped_files_are_what_the_current_formulas_fit(library, core):
+    """Refitting a shipped file's own measurements with the current formula code (no QEMU:
+    ``refsim calibrate --refit``) gives the file back: routing, features, held-out choice and
+    coefficients are not stale."""
+    from refsim.commands.calibrate import refit_document
+
+    document = json.loads(load(core, library).path.read_text())
+    again = refit_document(document)
+    assert again["functions"].keys() == document["functions"].keys()
+    for key, entry in document["functions"].items():
+        assert again["functions"][key] == entry, key
+
+
+def test_refit_refuses_a_file_that_lacks_sweep_shapes():
+    from refsim.commands.calibrate import refit_document
+    from refsim.errors import RefsimError
+
+    document = json.loads(load("cortex-m4", "kernels_c").path.read_text())
+    entry = document["functions"]["arm_pad_s8"]
+    entry["fit"] = entry["fit"][1:]
+    with pytest.raises(RefsimError, match="no measurement of 1 sweep shape"):
+        refit_document(document)
+
+
 def held_out_errors(core: str, library: str = "kernels_c") -> dict[str, dict[str, float]]:
     document = json.loads(load(core, library).path.read_text())
     return {
