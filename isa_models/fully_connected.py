@@ -20,8 +20,9 @@ the mat-mult, ``columns`` on MVE))::
 
 arm_vector_sum_s8 (rows × cols): ``call``, ``outputs`` = rows, ``blocks`` = rows·⌊cols/L⌋.
 
-These are kernels_c's FC features (and both libraries' batch matmul); CMSIS-NN's FC groups
-output channels by 3/2/4 (scalar/DSP/MVE) and runs the rest one by one: ``_vec_mat_cmsis``.
+These are kernels_c's FC and batch matmul features; CMSIS-NN's FC groups output channels by
+3/2/4 (scalar/DSP/MVE) and runs the rest one by one (``_vec_mat_cmsis``), its batch matmul
+adds a vector sum of the RHS per group (``_bmm_cmsis_features``).
 """
 
 from __future__ import annotations
@@ -110,6 +111,20 @@ def _bmm_features(p: Params, tier: str) -> Features:
     }
 
 
+def _bmm_cmsis_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_batch_matmul_s8: per (batch, head) group ``arm_vector_sum_s8`` over the
+    RHS (vsum_rows = C, vsum_blocks = C·⌊K/L⌋ or ⌈K/16⌉ on MVE) and per LHS row one
+    :func:`_vec_mat_cmsis` over the C RHS rows."""
+    groups, rows, c, k = _bmm_shape(p)
+    lanes = BLOCKING[tier].reduce_lanes
+    vsum = c * (ceil_div(k, lanes) if tier == "mve" else k // lanes)
+    mat = _vec_mat_cmsis(tier, rows, c, k)
+    return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows), "outputs": float(groups * rows * c),
+            "vsum_rows": float(groups * c), "vsum_blocks": float(groups * vsum),
+            "vsum_tail": float(0 if tier == "mve" else groups * c * (k % lanes)),
+            **{key: groups * v for key, v in mat.items()}}  # fmt: skip
+
+
 def _bmm_macs(p: Params) -> int:
     groups, rows, c, k = _bmm_shape(p)
     return groups * rows * c * k
@@ -144,8 +159,8 @@ FORMULAS: dict[str, Formula] = {
                 "per-tensor requantization", library_features=(("kernels_c", _fc_features),)),
         Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_cmsis_features,
                 _fc_macs, _fc_bytes, "per-channel requantization", library_features=(("kernels_c", _fc_features),)),
-        Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_features, _bmm_macs, _bmm_bytes,
-                "LHS · RHSᵀ per (batch, head), broadcast"),
+        Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_cmsis_features, _bmm_macs, _bmm_bytes,
+                "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_features),)),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
                 "kernel sums (ahead of time in ExecuTorch's MVE linear)"),
     )
