@@ -5,24 +5,16 @@ per-channel requantization is the caller's choice, kernels_py/fully_connected.py
 ExecuTorch precomputes the kernel sums (``arm_vector_sum_s8``) ahead of time; the runtime
 call then only runs the mat-vec.
 
-Features (N batches or LHS rows, C output channels, K the reduction, L reduction lanes, R
-rows per pass from :data:`isa_models.shapes.BLOCKING`: 2 on DSP, 4 on MVE (``channels`` of
-the mat-mult, ``columns`` on MVE))::
-
-    call    = 1
-    batches = N                  per-row setup (a batch matmul: per (batch, lhs row))
-    outputs = N·C                per-output requantization and store
-    blocks  = N·⌈C/R⌉·⌊K/L⌋ (⌈K/L⌉ on MVE)     inner-loop passes
-    k_tail  = N·C·(K mod L) (0 on MVE)        scalar tail MACs
-    groups  = batch · head pairs of a batch matmul (its outer loop); 1 for FC
+Features: ``call``, ``batches`` = N rows (a batch matmul: per (batch, head, lhs row)),
+``outputs`` = N·C requantized, ``groups`` = batch · head pairs (batch matmul), and the vec-mat
+passes of the library that runs: CMSIS-NN's ``arm_nn_vec_mat_mult_t_s8`` groups output
+channels by 3/2/4 (scalar/DSP/MVE) then runs the rest one by one (``_vec_mat_cmsis``; its
+batch matmul adds a vector sum of the RHS per group), kernels_c groups by 4/2/4 with its own K
+steps (``_vec_mat_kernels_c``)::
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
 arm_vector_sum_s8 (rows × cols): ``call``, ``outputs`` = rows, ``blocks`` = rows·⌊cols/L⌋.
-
-These are kernels_c's FC and batch matmul features; CMSIS-NN's FC groups output channels by
-3/2/4 (scalar/DSP/MVE) and runs the rest one by one (``_vec_mat_cmsis``), its batch matmul
-adds a vector sum of the RHS per group (``_bmm_cmsis_features``).
 """
 
 from __future__ import annotations
@@ -31,16 +23,6 @@ from isa_models.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Params, ceil_div, dims, value
 
 FAMILY = "fully_connected"
-
-
-def _mat_vec(tier: str, rows: int, channels: int, depth: int) -> tuple[int, int]:
-    b = BLOCKING[tier]
-    per = b.columns if tier == "mve" else b.channels
-    if tier == "mve":
-        return rows * ceil_div(channels, per) * ceil_div(depth, b.reduce_lanes), 0
-    return rows * ceil_div(channels, per) * (depth // b.reduce_lanes), rows * channels * (
-        depth % b.reduce_lanes
-    )
 
 
 def _vec_mat_cmsis(tier: str, rows: int, channels: int, depth: int) -> dict[str, float]:
@@ -61,6 +43,46 @@ def _vec_mat_cmsis(tier: str, rows: int, channels: int, depth: int) -> dict[str,
             "group_tail": float(rows * full * tail), "odd_tail": float(rows * odd * tail)}  # fmt: skip
 
 
+def _vec_mat_kernels_c(
+    tier: str, rows: int, channels: int, depth: int, *, dsp_unroll8: bool
+) -> dict[str, float]:
+    """kernels_c's vec-mat per LHS row (src/fully_connected_s8.c, support/nn_vec_mat.h): output
+    channels in groups of 4 (scalar, MVE) or 2 (DSP), then one by one; K by 1 (scalar), by 4
+    with a 1-byte tail (DSP; batch matmul's pairs step 8 first), by 16 with one predicated tail
+    (MVE, which also sums each weight row once per call: ksum_blocks)."""
+    group = 2 if tier == "dsp" else 4
+    full, odd = divmod(channels, group)
+    if tier == "mve":
+        per, step, tail = depth // 16, 0, int(depth % 16 != 0)
+        single_per, single_tail = per, tail
+    elif tier == "dsp":
+        per = depth // 8 if dsp_unroll8 else depth // 4
+        step = (depth % 8) // 4 if dsp_unroll8 else 0
+        tail, single_per, single_tail = depth % 4, depth // 4, depth % 4
+    else:
+        per, step, tail, single_per, single_tail = depth, 0, 0, depth, 0
+    f = {"group_rows": float(rows * full), "odd_rows": float(rows * odd),
+         "group_blocks": float(rows * full * per), "group_steps": float(rows * full * step),
+         "group_tail": float(rows * full * tail), "odd_blocks": float(rows * odd * single_per),
+         "odd_tail": float(rows * odd * single_tail)}  # fmt: skip
+    if tier == "mve":
+        f["ksum_blocks"] = float(channels * (per + tail))
+    return f
+
+
+def _fc_kernels_c_features(p: Params, tier: str) -> Features:
+    n, k, c = _fc_shape(p)
+    return {"call": 1.0, "batches": float(n), "outputs": float(n * c),
+            **_vec_mat_kernels_c(tier, n, c, k, dsp_unroll8=False)}  # fmt: skip
+
+
+def _bmm_kernels_c_features(p: Params, tier: str) -> Features:
+    groups, rows, c, k = _bmm_shape(p)
+    mat = _vec_mat_kernels_c(tier, rows, c, k, dsp_unroll8=True)
+    return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows),
+            "outputs": float(groups * rows * c), **{key: groups * v for key, v in mat.items()}}  # fmt: skip
+
+
 def _fc_cmsis_features(p: Params, tier: str) -> Features:
     """CMSIS-NN's FC: per batch row one :func:`_vec_mat_cmsis`; outputs = N·C requantized."""
     n, k, c = _fc_shape(p)
@@ -69,18 +91,6 @@ def _fc_cmsis_features(p: Params, tier: str) -> Features:
 
 def _fc_shape(p: Params) -> tuple[int, int, int]:
     return value(p, "input_dims.n"), value(p, "filter_dims.n"), value(p, "output_dims.c")
-
-
-def _fc_features(p: Params, tier: str) -> Features:
-    n, k, c = _fc_shape(p)
-    blocks, tail = _mat_vec(tier, n, c, k)
-    return {
-        "call": 1.0,
-        "batches": float(n),
-        "outputs": float(n * c),
-        "blocks": float(blocks),
-        "k_tail": float(tail),
-    }
 
 
 def _fc_macs(p: Params) -> int:
@@ -96,19 +106,6 @@ def _fc_bytes(p: Params) -> tuple[int, int]:
 def _bmm_shape(p: Params) -> tuple[int, int, int, int]:
     o = dims(p, "output_dims")
     return o.n * o.h, o.w, o.c, value(p, "input_lhs_dims.c")
-
-
-def _bmm_features(p: Params, tier: str) -> Features:
-    groups, rows, c, k = _bmm_shape(p)
-    blocks, tail = _mat_vec(tier, rows, c, k)
-    return {
-        "call": 1.0,
-        "groups": float(groups),
-        "batches": float(groups * rows),
-        "outputs": float(groups * rows * c),
-        "blocks": float(groups * blocks),
-        "k_tail": float(groups * tail),
-    }
 
 
 def _bmm_cmsis_features(p: Params, tier: str) -> Features:
@@ -156,11 +153,11 @@ FORMULAS: dict[str, Formula] = {
     f.key: f
     for f in (
         Formula("arm_fully_connected_s8", "arm_fully_connected_s8", _fc_cmsis_features, _fc_macs, _fc_bytes,
-                "per-tensor requantization", library_features=(("kernels_c", _fc_features),)),
+                "per-tensor requantization", library_features=(("kernels_c", _fc_kernels_c_features),)),
         Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_cmsis_features,
-                _fc_macs, _fc_bytes, "per-channel requantization", library_features=(("kernels_c", _fc_features),)),
+                _fc_macs, _fc_bytes, "per-channel requantization", library_features=(("kernels_c", _fc_kernels_c_features),)),
         Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_cmsis_features, _bmm_macs, _bmm_bytes,
-                "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_features),)),
+                "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_kernels_c_features),)),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
                 "kernel sums (ahead of time in ExecuTorch's MVE linear)"),
     )
