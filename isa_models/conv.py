@@ -180,12 +180,14 @@ def _conv_features(
     }
 
 
-def _im2col_calls(p: Params, tier: str) -> dict[str, float]:
+def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> dict[str, float]:
     """CMSIS-NN arm_convolve_s8's im2col: per output pixel and filter tap one ``arm_memcpy_s8``
     of C_IN/G bytes (tap inside the input) or one ``arm_memset_s8`` of the input offset (tap in
     the padding), as :class:`isa_models.shapes.ByteOps` counts them. The destination is the
     pixel's column (scalar/DSP: two columns of K bytes at a word-aligned base; MVE: the WLSTP
-    loop, where alignment does not matter); the source offset is (y·W + x)·C_IN + g·C."""
+    loop, where alignment does not matter); the source offset is (y·W + x)·C_IN + g·C.
+    ``upscale`` (the transpose-conv wrapper's stride-2 input): per pixel one memset of the
+    whole column, then copies of the taps at even upscaled positions only."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
@@ -193,20 +195,27 @@ def _im2col_calls(p: Params, tier: str) -> dict[str, float]:
     ops = ByteOps(tier, skip_empty=False)
     oy, ox = np.arange(o.h), np.arange(o.w)
     parity = ((oy[:, None] * o.w + ox[None, :]) % 2) if tier != "mve" else np.zeros((o.h, o.w), int)
+    up_h, up_w = upscale
+    upscaled = up_h > 1 or up_w > 1
+    if upscaled:
+        for col in (0, 1) if tier != "mve" else (0,):
+            ops.fill(depth, col * depth, o.n * groups * int((parity == col).sum()))
     for g in range(groups):
         for ky in range(f.h):
             y = oy * s.h - pad.h + ky * d.h
             for kx in range(f.w):
                 x = ox * s.w - pad.w + kx * d.w
                 inside = (y >= 0)[:, None] & (y < i.h)[:, None] & (x >= 0)[None, :] & (x < i.w)[None, :]
-                src = (
-                    (np.clip(y, 0, None)[:, None] * i.w + np.clip(x, 0, None)[None, :]) * i.c + g * f.c
-                ) % 4
+                if upscaled:
+                    inside &= ((y % up_h) == 0)[:, None] & ((x % up_w) == 0)[None, :]
+                yy, xx = np.clip(y, 0, None) // up_h, np.clip(x, 0, None) // up_w
+                src = ((yy[:, None] * (i.w // up_w) + xx[None, :]) * i.c + g * f.c) % 4
                 tap = (ky * f.w + kx) * f.c
                 for col in (0, 1) if tier != "mve" else (0,):
                     dst = col * depth + tap
                     here = parity == col
-                    ops.fill(f.c, dst, o.n * int((here & ~inside).sum()))
+                    if not upscaled:
+                        ops.fill(f.c, dst, o.n * int((here & ~inside).sum()))
                     counts = np.bincount(src[here & inside], minlength=4)
                     for r in range(4):
                         if counts[r]:
@@ -246,6 +255,33 @@ def _reverse_conv_params(p: Params) -> dict[str, int]:
     q.update({"padding.h": max(f.h - 1 - pad.h, 0), "padding.w": max(f.w - 1 - pad.w, 0)})
     q.update({"dilation.h": 1, "dilation.w": 1, "output_dims.h": o.h, "output_dims.w": o.w})
     return q
+
+
+def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_transpose_conv_wrapper_s8 reverse route: the filter reversed (one
+    ``arm_memcpy_s8`` of C_IN per output channel and tap: rev_*), then arm_convolve_s8 on the
+    input seen upscaled by the stride (N, H·SH, W·SW), padding KH−1−pad, stride 1: the
+    mat-mult and widening of :func:`_cmsis_conv_features` and its im2col with ``upscale``."""
+    i, f = dims(p, "input_dims"), dims(p, "filter_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    q = dict(p)
+    q.update({"input_dims.h": i.h * s.h, "input_dims.w": i.w * s.w, "stride.h": 1, "stride.w": 1})
+    q.update({"padding.h": f.h - 1 - pad.h, "padding.w": f.w - 1 - pad.w, "dilation.h": 1, "dilation.w": 1})
+    features = {k: v for k, v in _conv_features(q, tier, in_place=False).items()
+                if k not in ("im2col", "im2col_pad", "im2col_runs", "im2col_scalar")}  # fmt: skip
+    o = dims(p, "output_dims")
+    columns, depth = o.n * o.h * o.w, f.h * f.w * f.c
+    if tier == "dsp":
+        features["widen_blocks"], features["widen_tail"] = (
+            float(columns * (depth // 4)),
+            float(columns * (depth % 4)),
+        )
+    elif tier == "scalar":
+        features["widen_blocks"], features["widen_tail"] = 0.0, float(columns * depth)
+    rev = ByteOps(tier, skip_empty=False)
+    rev.copy(f.c, 0, 0, f.n * f.h * f.w)
+    features.update({f"rev_{k}": v for k, v in rev.f.items() if k.startswith("copy") and v})
+    return {**features, **_im2col_calls(q, tier, (s.h, s.w))}
 
 
 def _reverse_conv_features(p: Params, tier: str) -> Features:
@@ -407,10 +443,11 @@ FORMULAS: dict[str, Formula] = {
         Formula(
             "arm_transpose_conv_wrapper_s8/reverse_conv",
             "arm_transpose_conv_wrapper_s8",
-            _reverse_conv_features,
+            _cmsis_reverse_conv_features,
             transpose_macs,
             conv_bytes,
-            "upscale + arm_convolve_s8 on the upscaled input: conv features plus upscale bytes",
+            "reversed filter + arm_convolve_s8 on the upscaled input (kernels_c: conv features + upscale)",
+            library_features=(("kernels_c", _reverse_conv_features),),
         ),
     )
 }
