@@ -103,6 +103,11 @@ def _transpose_axes(p: Params) -> tuple[int, list[int], list[int]]:
 
 
 def _transpose_plan(p: Params) -> tuple[int, int, int]:
+    total, extents, steps = _transpose_merge(p)
+    return (total, extents[0], steps[0]) if extents else (total, 1, 1)
+
+
+def _transpose_merge(p: Params) -> tuple[int, list[int], list[int]]:
     """kernels_c's plan: (elements, innermost run, its input stride) after merging: output axes
     innermost first, extent-1 axes dropped, an axis merged into the one inside it when the input
     continues linearly across both (kernels_c/src/layout_s8.c)."""
@@ -124,9 +129,7 @@ def _transpose_plan(p: Params) -> tuple[int, int, int]:
     total = 1
     for e in shape:
         total *= e
-    if not extents:
-        return total, 1, 1
-    return total, extents[0], steps[0]
+    return total, extents, steps
 
 
 _TRANSPOSE_KEYS = ("call", "copy", "rows_2d", "elements_2d", "columns", "gathers",
@@ -201,11 +204,16 @@ def _transpose_features_kernels_c(p: Params, tier: str) -> Features:
     """kernels_c's planned transpose: the output in runs of the innermost merged axis, each a
     copy (input stride 1: memcpy, or the MVE copy loop) or a strided gather (scalar: 4 per
     pass + tail bytes; MVE: 8 per VLDRB gather with 16-bit offsets + a predicated tail, or 4
-    per gather with 32-bit offsets for strides over 9362)."""
+    per gather with 32-bit offsets for strides over 9362); the plan's loops per input axis
+    (rank) and merged axis (axes), the outer loops' steps (planes)."""
     total, run, stride = _transpose_plan(p)
+    _total, extents, _steps = _transpose_merge(p)
     rows = total // run
+    planes = rows // extents[1] if len(extents) > 1 else 1  # the i0·i1 loop steps
     ops = ByteOps(tier, skip_empty=False)
-    f = {"call": 1.0, "rows": float(rows), "gathers": 0.0, "gather_tails": 0.0, "gather_bytes": 0.0}
+    f = {"call": 1.0, "rank": float(value(p, "num_dims")), "axes": float(len(extents)),
+         "planes": float(planes), "rows": float(rows), "gathers": 0.0, "gather_tails": 0.0,
+         "gather_bytes": 0.0}  # fmt: skip
     if stride == 1:
         if rows == 1 or run % 4 == 0:
             ops.copy(run, 0, 0, rows)
