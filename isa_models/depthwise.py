@@ -194,6 +194,42 @@ def _opt_features(p: Params, tier: str) -> Features:
             "tail_taps": float(pixels * rest * window), **ops.f}  # fmt: skip
 
 
+def _window_counts(size: int, out: int, kernel: int, stride: int, pad: int, dilation: int) -> list[int]:
+    """Per output position, the filter taps inside the input."""
+    return [sum(1 for k in range(kernel) if 0 <= o * stride - pad + k * dilation < size) for o in range(out)]
+
+
+def _kernels_c_ch1_features(p: Params, tier: str) -> Features:
+    """kernels_c's ch_mult 1 loops on DSP (src/depthwise_s8_dsp.c; used for that tier): per pixel and
+    64-channel chunk (chunks; bias and requant passes per output), 4-channel passes that run a
+    straight-line 3x3 when the window is whole (full_blocks), else per valid row a switch
+    unrolled up to 3 taps (row_blocks, tap_blocks; wider rows loop: loop_taps), then the last
+    C mod 4 channels tap by tap (tail_rows, tail_taps)."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    rows = _window_counts(i.h, o.h, f.h, s.h, pad.h, d.h)
+    cols = _window_counts(i.w, o.w, f.w, s.w, pad.w, d.w)
+    can_full = f.w == 3 and d.w == 1
+    full_px = o.n * sum(r == 3 for r in rows) * sum(c == 3 for c in cols) if can_full else 0
+    sum_rows, sum_cols = sum(rows), sum(cols)
+    all_rows, all_taps = o.n * sum_rows * o.w, o.n * sum_rows * sum_cols
+    full_rows, full_taps = 3 * full_px, 9 * full_px
+    wide = sum(c for c in cols if c > 3)
+    quads, rest = o.c // 4, o.c % 4
+    pixels = o.n * o.h * o.w
+    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c),
+            "chunks": float(pixels * ceil_div(o.c, 64)), "full_blocks": float(full_px * quads),
+            "row_blocks": float((all_rows - full_rows) * quads), "tap_blocks": float((all_taps - full_taps) * quads),
+            "loop_taps": float(o.n * sum_rows * wide * quads), "tail_rows": float(all_rows * rest),
+            "tail_taps": float(all_taps * rest)}  # fmt: skip
+
+
+def _kernels_c_opt_features(p: Params, tier: str) -> Features:
+    """kernels_c's _opt: on DSP its ch_mult 1 loops (:func:`_kernels_c_ch1_features`), else
+    :func:`_features`."""
+    return _kernels_c_ch1_features(p, tier) if tier == "dsp" else _features(p, tier)
+
+
 def _kernels_c_features(p: Params, tier: str) -> Features:
     """kernels_c's depthwise: ch_mult 1 as :func:`_features`; ch_mult > 1 per output pixel
     (scalar/DSP, in chunks of 64 outputs, requantized per chunk) per input channel's run of
@@ -203,7 +239,7 @@ def _kernels_c_features(p: Params, tier: str) -> Features:
     and taps."""
     mult = value(p, "ch_mult", 1)
     if mult == 1:
-        return _features(p, tier)
+        return _kernels_c_ch1_features(p, tier) if tier == "dsp" else _features(p, tier)
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     pixels = o.n * o.h * o.w
@@ -266,7 +302,7 @@ FORMULAS: dict[str, Formula] = {
             macs,
             nbytes,
             "ch_mult 1: im2col of the window, channel-parallel MACs",
-            library_features=(("kernels_c", _features),),
+            library_features=(("kernels_c", _kernels_c_opt_features),),
         ),
         _formula("arm_depthwise_conv_3x3_s8", "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)"),
         Formula(TO_CONV, PUBLIC_WRAPPER, _to_conv_features, macs, nbytes, "MVE: one input channel as a conv"),
