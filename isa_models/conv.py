@@ -30,9 +30,11 @@ L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
-A transpose convolution (arm_transpose_conv_s8) scatters each input pixel over the output:
-``pixels`` = N·H·W input pixels, ``taps`` = pixels·KH·KW, blocks/k_tail over K = C_IN per tap
-and C_OUT rows, ``outputs`` = N·OH·OW·C_OUT accumulators cleared, requantized and stored.
+These are kernels_c's arm_convolve_s8 features. CMSIS-NN's arm_convolve_s8 builds its columns
+with one memcpy/memset per (pixel, tap) and widens them to int16 off MVE: ``_cmsis_conv_features``.
+A transpose convolution (arm_transpose_conv_s8) is costed per library: CMSIS-NN scatters input
+rows into an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per output
+pixel (``_kernels_c_transpose_features``); each docstring has the features.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa_models.formula import Features, Formula
-from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps
+from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
 from kernels_py.types import ConvParams, TransposeConvParams
 
@@ -79,17 +81,25 @@ def conv_bytes(p: Params) -> tuple[int, int]:
     return i.n * i.h * i.w * i.c + weights, o.n * o.h * o.w * o.c
 
 
-def _mat_mult(tier: str, columns: int, channels: int, depth: int) -> dict[str, float]:
+def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool = False) -> dict[str, float]:
     """Inner-loop passes of a blocked mat-mult (``columns`` pixels x ``channels`` rows x ``depth``)
-    and the MACs of its leftover column and channel (odd counts on DSP, < 4 pixels on MVE)."""
+    and the MACs of its leftover column and channel (odd counts on DSP, < 4 pixels on MVE).
+    ``padded`` (kernels_c's MVE engine): the last < 4 columns run as one more 4-column pass,
+    K in 16-lane steps and one predicated tail step (k_tail)."""
     b = BLOCKING[tier]
     full_cols, odd_cols = divmod(columns, b.columns)
     full_chans, odd_chans = divmod(channels, b.channels)
-    if tier == "mve":
-        k_passes = ceil_div(depth, b.reduce_lanes)
+    if tier == "mve" and padded:  # 16-lane K steps, then one predicated tail step
         passes = ceil_div(columns, b.columns) * channels
+        return {"blocks": float(passes * (depth // 16)), "k_tail": float(passes * (depth % 16 != 0)),
+                "passes": float(passes), "odd_columns": float(odd_cols * channels * ceil_div(depth, 16)),
+                "odd_channels": 0.0}  # fmt: skip
+    if tier == "mve":  # arm_nn_mat_mult_nt_t_s8: 4 columns x 1 channel per pass, then 1 x 1 passes
+        k_passes = ceil_div(depth, b.reduce_lanes)
+        passes = full_cols * channels
         return {"blocks": float(passes * k_passes), "k_tail": 0.0, "passes": float(passes),
-                "odd_columns": float(odd_cols * channels * k_passes), "odd_channels": 0.0}  # fmt: skip
+                "odd_passes": float(odd_cols * channels), "odd_columns": float(odd_cols * channels * k_passes),
+                "odd_requant": float(odd_cols * ceil_div(channels, 4)), "odd_channels": 0.0}  # fmt: skip
     k_passes, k_left = divmod(depth, b.reduce_lanes)
     return {
         "passes": float(full_cols * full_chans),
@@ -135,16 +145,19 @@ def _im2col_runs(i, f, o, s, pad, d, groups: int, lanes: int) -> tuple[int, int]
     return o.n * groups * runs, o.n * groups * scalar
 
 
-def _conv_features(p: Params, tier: str, *, in_place: bool, row_wise: bool = False) -> Features:
+def _conv_features(
+    p: Params, tier: str, *, in_place: bool, row_wise: bool = False, kernels_c: bool = False
+) -> Features:
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
     per_group = max(f.n // groups, 1)
     pixels = o.n * o.h * o.w
     depth = f.h * f.w * f.c
-    mat = _mat_mult(tier, pixels, per_group, depth)
-    if row_wise:  # one mat-mult per output row (strided 1x1): the column blocking restarts each row
-        per_row = _mat_mult(tier, o.w, per_group, depth)
+    mat = _mat_mult(tier, pixels, per_group, depth, kernels_c)
+    if row_wise and not (kernels_c and tier == "mve"):  # one mat-mult per output row (strided 1x1): the
+        # column blocking restarts each row (kernels_c's MVE engine keeps collecting 4 columns)
+        per_row = _mat_mult(tier, o.w, per_group, depth, kernels_c)
         mat = {k: v * o.n * o.h for k, v in per_row.items()}
     if in_place:
         copied, padded, runs, scalar = 0, 0, 0, 0
@@ -167,6 +180,70 @@ def _conv_features(p: Params, tier: str, *, in_place: bool, row_wise: bool = Fal
     }
 
 
+def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> dict[str, float]:
+    """CMSIS-NN arm_convolve_s8's im2col: per output pixel and filter tap one ``arm_memcpy_s8``
+    of C_IN/G bytes (tap inside the input) or one ``arm_memset_s8`` of the input offset (tap in
+    the padding), as :class:`isa_models.shapes.ByteOps` counts them. The destination is the
+    pixel's column (scalar/DSP: two columns of K bytes at a word-aligned base; MVE: the WLSTP
+    loop, where alignment does not matter); the source offset is (y·W + x)·C_IN + g·C.
+    ``upscale`` (the transpose-conv wrapper's stride-2 input): per pixel one memset of the
+    whole column, then copies of the taps at even upscaled positions only."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    groups = max(i.c // max(f.c, 1), 1)
+    depth = f.h * f.w * f.c
+    ops = ByteOps(tier, skip_empty=False)
+    oy, ox = np.arange(o.h), np.arange(o.w)
+    parity = ((oy[:, None] * o.w + ox[None, :]) % 2) if tier != "mve" else np.zeros((o.h, o.w), int)
+    up_h, up_w = upscale
+    upscaled = up_h > 1 or up_w > 1
+    if upscaled:
+        for col in (0, 1) if tier != "mve" else (0,):
+            ops.fill(depth, col * depth, o.n * groups * int((parity == col).sum()))
+    for g in range(groups):
+        for ky in range(f.h):
+            y = oy * s.h - pad.h + ky * d.h
+            for kx in range(f.w):
+                x = ox * s.w - pad.w + kx * d.w
+                inside = (y >= 0)[:, None] & (y < i.h)[:, None] & (x >= 0)[None, :] & (x < i.w)[None, :]
+                if upscaled:
+                    inside &= ((y % up_h) == 0)[:, None] & ((x % up_w) == 0)[None, :]
+                yy, xx = np.clip(y, 0, None) // up_h, np.clip(x, 0, None) // up_w
+                src = ((yy[:, None] * (i.w // up_w) + xx[None, :]) * i.c + g * f.c) % 4
+                tap = (ky * f.w + kx) * f.c
+                for col in (0, 1) if tier != "mve" else (0,):
+                    dst = col * depth + tap
+                    here = parity == col
+                    if not upscaled:
+                        ops.fill(f.c, dst, o.n * int((here & ~inside).sum()))
+                    counts = np.bincount(src[here & inside], minlength=4)
+                    for r in range(4):
+                        if counts[r]:
+                            ops.copy(f.c, dst, r, o.n * int(counts[r]))
+    return {k: v for k, v in ops.f.items() if v or k in ("copy_calls", "set_calls")}
+
+
+def _cmsis_conv_features(p: Params, tier: str) -> Features:
+    """arm_convolve_s8 as CMSIS-NN loops: the mat-mult features above, im2col as memcpy/memset
+    calls per (pixel, tap) (:func:`_im2col_calls`) and, off MVE, each column widened to int16
+    (``arm_s8_to_s16_unordered_with_offset`` / ``arm_q7_to_q15_with_offset``: 4 per pass and
+    a tail): widen_blocks = P·⌊K/4⌋·G, widen_tail = P·(K mod 4)·G (scalar: widen_tail = P·K·G)."""
+    features = {k: v for k, v in _conv_features(p, tier, in_place=False).items()
+                if k not in ("im2col", "im2col_runs", "im2col_scalar")}  # fmt: skip
+    f, o, i = dims(p, "filter_dims"), dims(p, "output_dims"), dims(p, "input_dims")
+    groups = max(i.c // max(f.c, 1), 1)
+    columns = o.n * o.h * o.w * groups
+    depth = f.h * f.w * f.c
+    if tier == "dsp":
+        features["widen_blocks"], features["widen_tail"] = (
+            float(columns * (depth // 4)),
+            float(columns * (depth % 4)),
+        )
+    elif tier == "scalar":
+        features["widen_blocks"], features["widen_tail"] = 0.0, float(columns * depth)
+    return {**features, **_im2col_calls(p, tier)}
+
+
 def _reverse_conv_params(p: Params) -> dict[str, int]:
     """The arm_convolve_s8 call arm_transpose_conv_wrapper_s8 makes: the input upscaled by the
     stride (zeros between pixels), padded by KH-1-padding, stride 1, the filter reversed."""
@@ -180,6 +257,33 @@ def _reverse_conv_params(p: Params) -> dict[str, int]:
     return q
 
 
+def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_transpose_conv_wrapper_s8 reverse route: the filter reversed (one
+    ``arm_memcpy_s8`` of C_IN per output channel and tap: rev_*), then arm_convolve_s8 on the
+    input seen upscaled by the stride (N, H·SH, W·SW), padding KH−1−pad, stride 1: the
+    mat-mult and widening of :func:`_cmsis_conv_features` and its im2col with ``upscale``."""
+    i, f = dims(p, "input_dims"), dims(p, "filter_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    q = dict(p)
+    q.update({"input_dims.h": i.h * s.h, "input_dims.w": i.w * s.w, "stride.h": 1, "stride.w": 1})
+    q.update({"padding.h": f.h - 1 - pad.h, "padding.w": f.w - 1 - pad.w, "dilation.h": 1, "dilation.w": 1})
+    features = {k: v for k, v in _conv_features(q, tier, in_place=False).items()
+                if k not in ("im2col", "im2col_pad", "im2col_runs", "im2col_scalar")}  # fmt: skip
+    o = dims(p, "output_dims")
+    columns, depth = o.n * o.h * o.w, f.h * f.w * f.c
+    if tier == "dsp":
+        features["widen_blocks"], features["widen_tail"] = (
+            float(columns * (depth // 4)),
+            float(columns * (depth % 4)),
+        )
+    elif tier == "scalar":
+        features["widen_blocks"], features["widen_tail"] = 0.0, float(columns * depth)
+    rev = ByteOps(tier, skip_empty=False)
+    rev.copy(f.c, 0, 0, f.n * f.h * f.w)
+    features.update({f"rev_{k}": v for k, v in rev.f.items() if k.startswith("copy") and v})
+    return {**features, **_im2col_calls(q, tier, (s.h, s.w))}
+
+
 def _reverse_conv_features(p: Params, tier: str) -> Features:
     features = dict(_conv_features(_reverse_conv_params(p), tier, in_place=False))
     i = dims(p, "input_dims")
@@ -189,17 +293,87 @@ def _reverse_conv_features(p: Params, tier: str) -> Features:
     return features
 
 
-def _transpose_features(p: Params, tier: str) -> Features:
+def _cmsis_transpose_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_transpose_conv_s8: an int32 row buffer of max(KH, SH) rows of
+    ((IW−1)·SW + max(KW, SW)) pixels, filled with the bias (one ``arm_memcpy_s8`` of 4·C_OUT
+    bytes per buffer pixel, :class:`isa_models.shapes.ByteOps`); per input row j
+    ``arm_nn_transpose_conv_row_s8_s32`` over the filter rows not skipped (KH − top − bottom
+    skips) accumulates 4 input pixels at a time, then a pair and a single pixel (IW mod 4):
+    per (pixel group, output
+    channel, filter row) a row set-up (quad_rows / single_rows), per filter tap a K loop
+    (quad_taps) of ⌊C_IN/4⌋ SMLAD blocks + C_IN mod 4 (DSP), ⌈C_IN/16⌉ predicated VMLADAVs
+    (MVE) or C_IN/2 pairs (scalar) per pass (quad_blocks, quad_tail; the pair and single
+    pixel alike: pair_taps/blocks/tail, single_taps/blocks/tail; single_rows counts both's
+    row set-ups); finished output rows are requantized (outputs; MVE:
+    ⌈C_OUT/4⌉ vectors per pixel) and their buffer row refilled from the bias."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    pixels = i.n * i.h * i.w
-    taps = pixels * f.h * f.w
-    return {
-        "call": 1.0,
-        "pixels": float(pixels),
-        "taps": float(taps),
-        "outputs": float(o.n * o.h * o.w * o.c),
-        **_mat_mult(tier, taps, f.n, i.c),
-    }
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    oc, ic = f.n, i.c
+    rows = 0  # Σ over input rows of the filter rows used
+    flushed = 0
+    for j in range(i.h):
+        top = max(0, pad.h - j * s.h)
+        bottom = max(0, (j * s.h + f.h) - (pad.h + o.h) - 1)
+        rows += max(f.h - top - bottom, 0)
+        flushed += max(0, (j + 1) * s.h - pad.h) - max(0, j * s.h - pad.h)
+    quads, pairs, singles = i.w // 4, (i.w % 4) // 2, i.w % 2
+    if tier == "dsp":
+        per_pass, tail = ic // 4, ic % 4
+    elif tier == "mve":
+        per_pass, tail = ceil_div(ic, 16), 0
+    else:
+        per_pass, tail = ic // 2, ic % 2
+    n = i.n
+    quad_rows = n * rows * quads * oc
+    pair_rows = n * rows * pairs * oc
+    single_rows = n * rows * singles * oc
+    buf_pixels = (i.w - 1) * s.w + max(f.w, s.w)
+    ops = ByteOps(tier, skip_empty=False)
+    ops.copy(4 * oc, 0, 0, n * (buf_pixels * max(f.h, s.h) + flushed * buf_pixels))
+    taps_q, taps_p, taps_s = quad_rows * f.w, pair_rows * f.w, single_rows * f.w
+    features = {"call": 1.0, "quad_rows": float(quad_rows), "single_rows": float(single_rows + pair_rows),
+                "pair_taps": float(taps_p), "pair_blocks": float(taps_p * per_pass), "pair_tail": float(taps_p * tail),
+                "quad_taps": float(taps_q), "quad_blocks": float(taps_q * per_pass),
+                "quad_tail": float(taps_q * tail), "single_taps": float(taps_s),
+                "single_blocks": float(taps_s * per_pass), "single_tail": float(taps_s * tail),
+                "outputs": float(o.n * o.h * o.w * (ceil_div(oc, 4) if tier == "mve" else oc))}  # fmt: skip
+    return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"]}
+
+
+def _gather_taps(out: int, pad: int, stride: int, size: int, kernel: int) -> list[int]:
+    """Per output position, the filter taps that reach it (kernels_c ``tc_tap_range``)."""
+    counts = []
+    for o in range(out):
+        t = o + pad
+        lo, hi = max(t % stride, t - (size - 1) * stride), min(kernel - 1, t)
+        counts.append((hi - lo) // stride + 1 if hi >= lo else 0)
+    return counts
+
+
+def _kernels_c_transpose_features(p: Params, tier: str) -> Features:
+    """kernels_c's arm_transpose_conv_s8 gathers per output pixel: per pair of output channels
+    (then the odd one) a dot product over C_IN for every filter tap that reaches the pixel
+    (rows: reaching filter rows, each with an integer division; taps: reaching taps), C_IN
+    in ⌊C_IN/4⌋ SMLAD blocks + C_IN mod 4 (DSP), ⌊C_IN/16⌋ vectors + one predicated tail (MVE)
+    or one by one (scalar); one requantization per output."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    cy = sum(_gather_taps(o.h, pad.h, s.h, i.h, f.h))
+    cx = sum(_gather_taps(o.w, pad.w, s.w, i.w, f.w))
+    rows, taps = o.n * cy * o.w, o.n * cy * cx
+    c = i.c
+    if tier == "dsp":
+        per, tail = c // 4, c % 4
+    elif tier == "mve":
+        per, tail = c // 16, int(c % 16 != 0)
+    else:
+        per, tail = 0, c
+    pairs, odd = o.c // 2, o.c % 2
+    return {"call": 1.0, "pixels": float(o.n * o.h * o.w), "outputs": float(o.n * o.h * o.w * o.c),
+            "pair_rows": float(rows * pairs), "pair_taps": float(taps * pairs),
+            "pair_blocks": float(taps * pairs * per), "pair_tail": float(taps * pairs * tail),
+            "odd_rows": float(rows * odd), "odd_taps": float(taps * odd),
+            "odd_blocks": float(taps * odd * per), "odd_tail": float(taps * odd * tail)}  # fmt: skip
 
 
 def transpose_macs(p: Params) -> int:
@@ -213,10 +387,13 @@ FORMULAS: dict[str, Formula] = {
         Formula(
             "arm_convolve_s8",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, in_place=False),
+            _cmsis_conv_features,
             conv_macs,
             conv_bytes,
-            "im2col + mat-mult: call, pixels, outputs, im2col, im2col_pad, blocks, k_tail",
+            "im2col (memcpy/memset per tap) + mat-mult: call, pixels, outputs, blocks, k_tail",
+            library_features=(
+                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=False, kernels_c=True)),
+            ),
         ),
         Formula(
             "arm_convolve_1x1_s8_fast",
@@ -225,6 +402,9 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "1x1, unit stride: the input is the column matrix; call, pixels, outputs, blocks, k_tail",
+            library_features=(
+                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=True, kernels_c=True)),
+            ),
         ),
         Formula(
             "arm_convolve_1x1_s8",
@@ -233,6 +413,12 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "1x1, any stride: strided rows read in place; call, pixels, outputs, blocks, k_tail",
+            library_features=(
+                (
+                    "kernels_c",
+                    lambda p, t: _conv_features(p, t, in_place=True, row_wise=True, kernels_c=True),
+                ),
+            ),
         ),
         Formula(
             "arm_convolve_1_x_n_s8",
@@ -241,22 +427,27 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "1 x N row convolution: as arm_convolve_s8",
+            library_features=(
+                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=False, kernels_c=True)),
+            ),
         ),
         Formula(
             "arm_transpose_conv_s8",
             "arm_transpose_conv_wrapper_s8",
-            _transpose_features,
+            _cmsis_transpose_features,
             transpose_macs,
             conv_bytes,
-            "scatter per input pixel and tap: call, pixels, taps, outputs, blocks, k_tail",
+            "row buffer: 4-pixel and single-pixel scatter passes per filter row and tap, requant",
+            library_features=(("kernels_c", _kernels_c_transpose_features),),
         ),
         Formula(
             "arm_transpose_conv_wrapper_s8/reverse_conv",
             "arm_transpose_conv_wrapper_s8",
-            _reverse_conv_features,
+            _cmsis_reverse_conv_features,
             transpose_macs,
             conv_bytes,
-            "upscale + arm_convolve_s8 on the upscaled input: conv features plus upscale bytes",
+            "reversed filter + arm_convolve_s8 on the upscaled input (kernels_c: conv features + upscale)",
+            library_features=(("kernels_c", _reverse_conv_features),),
         ),
     )
 }
@@ -353,7 +544,7 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     fast += _drawn(12, 16, _draw_fast)
     strided += _drawn(13, 16, _draw_strided)
     one_x_n += _drawn(14, 16, _draw_1_x_n)
-    transposed += _drawn(15, 12, lambda r: _draw_transpose(r, reverse=False))
+    transposed += _drawn(15, 24, lambda r: _draw_transpose(r, reverse=False))
     reverse += _drawn(16, 12, lambda r: _draw_transpose(r, reverse=True))
     return [(w, s) for s in general + fast + strided + one_x_n] + [(t, s) for s in transposed + reverse]
 

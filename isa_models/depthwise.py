@@ -31,7 +31,7 @@ import numpy as np
 
 from isa_models import conv as conv_formulas
 from isa_models.formula import Features, Formula
-from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps, value
+from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps, value
 from kernels_py import depthwise
 from kernels_py.types import DwConvParams
 
@@ -107,6 +107,164 @@ def _features(p: Params, tier: str) -> Features:
     return features
 
 
+def _generic_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_depthwise_conv_s8 (any tier: the same C loops). Two routes:
+
+    ``ch_mult % 4 == 0``, one image, no dilation: ``depthwise_conv_s8_mult_4``, per pixel
+    (tile_pixels) and input channel (tile_channels) a loop step, per 4-output tile a bias
+    load and 4 requantizations (tiles = P·C/4), per valid filter row a row set-up
+    (tile_rows = Σ valid rows · C/4), per valid tap 4 MACs (tile_taps = T·C/4).
+    Otherwise ``depthwise_conv_s8_generic``: per output (P·C) the window bounds (two integer
+    divisions per dilated axis: div_w, div_h = outputs), per valid row a loop start
+    (out_rows = Σ valid rows · C; dilated_rows the same when dilated, whose row set-up
+    multiplies by the dilation), per valid tap one MAC (macs_valid = T·C), then one
+    requantization (outputs)."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    mult = value(p, "ch_mult", 1)
+    pixels = o.n * o.h * o.w
+    rows_h = valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h)
+    cols_w = valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
+    rows = o.n * rows_h * o.w  # Σ over pixels of the valid filter rows
+    taps = o.n * rows_h * cols_w
+    if mult % 4 == 0 and o.n == 1 and d.h == 1 and d.w == 1:
+        q = o.c // 4
+        return {"call": 1.0, "tile_pixels": float(pixels), "tile_channels": float(pixels * i.c),
+                "tiles": float(pixels * q), "tile_rows": float(rows * q), "tile_taps": float(taps * q)}  # fmt: skip
+    out = {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c)}
+    return {**out, "out_rows": float(rows * o.c), "macs_valid": float(taps * o.c),
+            "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0),
+            "dilated_rows": float(rows * o.c if d.w > 1 or d.h > 1 else 0)}  # fmt: skip
+
+
+def _opt_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_depthwise_conv_s8_opt. Scalar builds run the generic kernel
+    (:func:`_generic_features`). DSP, per output pixel: the window's column buffer in int16 —
+    padded top/bottom filter rows zeroed by one ``memset`` each (pad_row_fills, their bytes
+    through :class:`isa_models.shapes.ByteOps`), per valid row and tap either a ``memset`` of
+    2·C bytes (tap left/right of the input) or ``arm_q7_to_q15_with_offset`` of C (T calls,
+    T·⌊C/4⌋ blocks, T·(C mod 4) tail); then per 4 channels a pass over every tap of the window,
+    two taps per SMLAD step (quad_pairs = P·⌊C/4⌋·⌊KH·KW/2⌋, quad_odd = P·⌊C/4⌋·(KH·KW mod 2)),
+    the last C mod 4 channels tap by tap (tail_taps = P·(C mod 4)·KH·KW), and one requantization
+    per output. MVE, per 124-channel block: per pixel and tap one ``arm_memcpy_s8`` /
+    ``arm_memset_s8`` of the block's channels into a 4-column buffer (ByteOps), per 4 pixels
+    ``arm_nn_depthwise_conv_nt_t_s8`` (nt_calls; nominal_blocks = ⌈C/4⌉·KH·KW per 4 pixels,
+    requant vectors ⌈C/4⌉), the last P mod 4 pixels one by one (odd_blocks, odd_vectors);
+    pixels and tap_rows (P·KH) count the im2col loop steps per channel block."""
+    if tier == "scalar":
+        return _generic_features(p, tier)
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    c, window = o.c, f.h * f.w
+    pixels = o.n * o.h * o.w
+    rows_h = valid_taps(i.h, o.h, f.h, s.h, pad.h)
+    cols_w = valid_taps(i.w, o.w, f.w, s.w, pad.w)
+    ops = ByteOps(tier, skip_empty=False)
+    if tier == "mve":
+        valid = o.n * rows_h * cols_w
+        for start in range(0, c, 124):
+            active = min(124, c - start)
+            ops.copy(active, 0, 0, valid)
+            ops.fill(active, 0, pixels * window - valid)
+        full, odd = divmod(pixels, 4)
+        vectors = sum(ceil_div(min(124, c - b), 4) for b in range(0, c, 124))
+        blocks = ceil_div(c, 124)
+        return {"call": 1.0, "pixels": float(pixels * blocks), "nt_calls": float(full * blocks),
+                "tap_rows": float(pixels * blocks * f.h), "nominal_blocks": float(full * vectors * window),
+                "out_vectors": float(full * vectors), "odd_blocks": float(odd * vectors * window),
+                "odd_vectors": float(odd * vectors), **ops.f}  # fmt: skip
+    taps = o.n * rows_h * cols_w
+    x_pads = o.n * rows_h * o.w * f.w - taps  # valid rows, taps left/right of the input
+    ops.fill(2 * c, 0, x_pads)
+    top = bottom = 0
+    for oy in range(o.h):
+        base = oy * s.h - pad.h
+        start, end = max(0, -base), min(f.h, i.h - base)
+        if start:
+            top += 1
+            ops.fill(2 * f.w * c * start, 0, o.n * o.w)
+        if f.h - end:
+            bottom += 1
+            ops.fill(2 * f.w * c * (f.h - end), 0, o.n * o.w)
+    quads, rest = divmod(c, 4)
+    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * c),
+            "pad_row_fills": float(o.n * o.w * (top + bottom)), "widen_calls": float(taps),
+            "widen_blocks": float(taps * quads), "widen_tail": float(taps * rest),
+            "quad_pairs": float(pixels * quads * (window // 2)), "quad_odd": float(pixels * quads * (window % 2)),
+            "tail_taps": float(pixels * rest * window), **ops.f}  # fmt: skip
+
+
+def _window_counts(size: int, out: int, kernel: int, stride: int, pad: int, dilation: int) -> list[int]:
+    """Per output position, the filter taps inside the input."""
+    return [sum(1 for k in range(kernel) if 0 <= o * stride - pad + k * dilation < size) for o in range(out)]
+
+
+def _kernels_c_ch1_features(p: Params, tier: str) -> Features:
+    """kernels_c's ch_mult 1 loops on DSP (src/depthwise_s8_dsp.c; used for that tier): per pixel and
+    64-channel chunk (chunks; bias and requant passes per output), 4-channel passes that run a
+    straight-line 3x3 when the window is whole (full_blocks), else per valid row a switch
+    unrolled up to 3 taps (row_blocks, tap_blocks; wider rows loop: loop_taps), then the last
+    C mod 4 channels tap by tap (tail_rows, tail_taps)."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    rows = _window_counts(i.h, o.h, f.h, s.h, pad.h, d.h)
+    cols = _window_counts(i.w, o.w, f.w, s.w, pad.w, d.w)
+    can_full = f.w == 3 and d.w == 1
+    full_px = o.n * sum(r == 3 for r in rows) * sum(c == 3 for c in cols) if can_full else 0
+    sum_rows, sum_cols = sum(rows), sum(cols)
+    all_rows, all_taps = o.n * sum_rows * o.w, o.n * sum_rows * sum_cols
+    full_rows, full_taps = 3 * full_px, 9 * full_px
+    wide = sum(c for c in cols if c > 3)
+    quads, rest = o.c // 4, o.c % 4
+    pixels = o.n * o.h * o.w
+    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c),
+            "chunks": float(pixels * ceil_div(o.c, 64)), "full_blocks": float(full_px * quads),
+            "row_blocks": float((all_rows - full_rows) * quads), "tap_blocks": float((all_taps - full_taps) * quads),
+            "loop_taps": float(o.n * sum_rows * wide * quads), "tail_rows": float(all_rows * rest),
+            "tail_taps": float(all_taps * rest)}  # fmt: skip
+
+
+def _kernels_c_opt_features(p: Params, tier: str) -> Features:
+    """kernels_c's _opt: on DSP its ch_mult 1 loops (:func:`_kernels_c_ch1_features`), else
+    :func:`_features`."""
+    return _kernels_c_ch1_features(p, tier) if tier == "dsp" else _features(p, tier)
+
+
+def _kernels_c_features(p: Params, tier: str) -> Features:
+    """kernels_c's depthwise: ch_mult 1 as :func:`_features`; ch_mult > 1 per output pixel
+    (scalar/DSP, in chunks of 64 outputs, requantized per chunk) per input channel's run of
+    outputs in the chunk: 4-output passes, then the run's last outputs one by one, each pass
+    over the valid rows and taps (quad_rows/quad_taps, rest_rows/rest_taps; runs, chunks).
+    MVE: 4-lane passes over all outputs and a predicated tail pass, each over the valid rows
+    and taps."""
+    mult = value(p, "ch_mult", 1)
+    if mult == 1:
+        return _kernels_c_ch1_features(p, tier) if tier == "dsp" else _features(p, tier)
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    pixels = o.n * o.h * o.w
+    rows_h = valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h)
+    rows = o.n * rows_h * o.w
+    taps = o.n * rows_h * valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
+    if tier == "mve":
+        quads, rest, runs, chunks = o.c // 4, int(o.c % 4 != 0), 0, 0
+    else:
+        quads = rest = runs = chunks = 0
+        for c0 in range(0, o.c, 64):
+            chunks += 1
+            c_end = min(c0 + 64, o.c)
+            oc = c0
+            while oc < c_end:
+                run_end = min((oc // mult + 1) * mult, c_end)
+                runs += 1
+                quads += (run_end - oc) // 4
+                rest += (run_end - oc) % 4
+                oc = run_end
+    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c), "chunks": float(pixels * chunks),
+            "runs": float(pixels * runs), "quad_rows": float(rows * quads), "quad_taps": float(taps * quads),
+            "rest_rows": float(rows * rest), "rest_taps": float(taps * rest)}  # fmt: skip
+
+
 def _as_conv(p: Params) -> dict[str, int]:
     """The arm_convolve_wrapper_s8 call a one-channel depthwise becomes (filter [C_OUT, KH, KW, 1])."""
     f = dims(p, "filter_dims")
@@ -128,8 +286,24 @@ def _formula(key: str, doc: str) -> Formula:
 FORMULAS: dict[str, Formula] = {
     f.key: f
     for f in (
-        _formula("arm_depthwise_conv_s8", "generic (any ch_mult, dilation, batch)"),
-        _formula("arm_depthwise_conv_s8_opt", "ch_mult 1: im2col of the window, channel-parallel MACs"),
+        Formula(
+            "arm_depthwise_conv_s8",
+            PUBLIC_WRAPPER,
+            _generic_features,
+            macs,
+            nbytes,
+            "generic (any ch_mult, dilation, batch)",
+            library_features=(("kernels_c", _kernels_c_features),),
+        ),
+        Formula(
+            "arm_depthwise_conv_s8_opt",
+            PUBLIC_WRAPPER,
+            _opt_features,
+            macs,
+            nbytes,
+            "ch_mult 1: im2col of the window, channel-parallel MACs",
+            library_features=(("kernels_c", _kernels_c_opt_features),),
+        ),
         _formula("arm_depthwise_conv_3x3_s8", "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)"),
         Formula(TO_CONV, PUBLIC_WRAPPER, _to_conv_features, macs, nbytes, "MVE: one input channel as a conv"),
     )
@@ -180,6 +354,11 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((2, 8, 8, 16), (3, 3), 1, (1, 1), (1, 1)), ((1, 12, 12, 16), (3, 3), 1, (1, 1), (2, 2)),
         ((1, 9, 9, 6), (5, 5), 3, (2, 2), (1, 1)), ((1, 12, 12, 3), (3, 3), 8, (2, 2), (1, 1)),
         ((2, 6, 6, 10), (2, 2), 2, (1, 1), (1, 1)), ((1, 16, 8, 12), (3, 3), 2, (1, 2), (1, 1)),
+        # dilated windows (integer divisions per output and dilated axis), ch_mult 1 and more
+        ((1, 10, 10, 8), (3, 3), 1, (1, 1), (1, 2)), ((1, 12, 8, 6), (3, 3), 2, (1, 1), (2, 1)),
+        ((1, 14, 14, 4), (3, 3), 4, (1, 1), (3, 3)), ((1, 9, 12, 10), (2, 3), 1, (2, 1), (2, 2)),
+        ((1, 16, 10, 6), (3, 2), 2, (2, 2), (2, 3)), ((1, 8, 16, 12), (2, 2), 1, (1, 2), (1, 4)),
+        ((1, 11, 11, 5), (3, 3), 3, (1, 1), (2, 2)), ((1, 7, 9, 16), (5, 3), 1, (1, 1), (1, 2)),
     )]  # fmt: skip
     three += [
         _shape(x, (3, 3), stride=st) for x, st in _drawn_dw(21, 14, channels=(4, 8, 13, 16, 32, 64, 96))

@@ -35,6 +35,13 @@ class Formula:
     macs: Callable[[Params], int]
     bytes: Callable[[Params], tuple[int, int]]
     doc: str = ""
+    #: ``(library, features)`` pairs for a library whose implementation loops differently from
+    #: CMSIS-NN's (kernels_c's planned transpose); ``features`` is the real CMSIS-NN's.
+    library_features: tuple[tuple[str, Callable[[Params, str], Features]], ...] = ()
+
+    def features_for(self, library: str | None) -> Callable[[Params, str], Features]:
+        """The feature function for ``library`` (None or a library without its own: CMSIS-NN's)."""
+        return dict(self.library_features).get(library or "", self.features)
 
     def evaluate(self, coefficients: Mapping[str, float], features: Features) -> float:
         return sum(coefficients.get(name, 0.0) * x for name, x in features.items())

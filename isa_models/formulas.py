@@ -84,11 +84,13 @@ class Call:
     bytes_written: int
 
 
-def describe_call(function: str, params: Params, tier: str) -> Call:
+def describe_call(function: str, params: Params, tier: str, library: str | None = None) -> Call:
+    """The routed call with ``library``'s features (default: the real CMSIS-NN's loops)."""
     key = route(function, params, tier)
     formula = FORMULAS[key]
     read, written = formula.bytes(params)
-    return Call(function, key, formula.features(params, tier), formula.macs(params), read, written)
+    features = formula.features_for(library)(params, tier)
+    return Call(function, key, features, formula.macs(params), read, written)
 
 
 def estimate_call(
@@ -107,9 +109,10 @@ def estimate_call(
 
     calibration = load(core, library)
     tier = tier or calibration.tier
-    call = describe_call(function, params, tier)
-    fit = calibration.functions.get(call.key)
-    source = f"{calibration.library}/{core}:{call.key}"
+    key = route(function, params, tier)
+    fit = calibration.functions.get(key)
+    used = calibration.library
+    source = f"{calibration.library}/{core}:{key}"
     if fit is None and fallback:
         # A library without this function (refsim_lut_s8 is refsim's own): the next library's fit,
         # named in the sources so the report says which numbers are not the chosen library's.
@@ -120,17 +123,19 @@ def estimate_call(
                 alt = load(core, other)
             except CalibrationError:
                 continue
-            if call.key in alt.functions and alt.tier == tier:
-                fit, source = (
-                    alt.functions[call.key],
-                    f"{other}/{core}:{call.key} ({calibration.library} has none)",
+            if key in alt.functions and alt.tier == tier:
+                fit, used, source = (
+                    alt.functions[key],
+                    other,
+                    f"{other}/{core}:{key} ({calibration.library} has none)",
                 )
                 break
     if fit is None:
         raise CostModelError(
-            f"{calibration.library} calibration for {core} has no fit for {call.key} "
+            f"{calibration.library} calibration for {core} has no fit for {key} "
             f"(routed from {function}); regenerate it with `refsim calibrate --cpu {core}`"
         )
+    call = describe_call(function, params, tier, used)  # the features of the fitted library's loops
     return Cost(
         macs=call.macs,
         instructions=max(fit.evaluate("instructions", call.features), 0.0),

@@ -5,16 +5,12 @@ per-channel requantization is the caller's choice, kernels_py/fully_connected.py
 ExecuTorch precomputes the kernel sums (``arm_vector_sum_s8``) ahead of time; the runtime
 call then only runs the mat-vec.
 
-Features (N batches or LHS rows, C output channels, K the reduction, L reduction lanes, R
-rows per pass from :data:`isa_models.shapes.BLOCKING`: 2 on DSP, 4 on MVE (``channels`` of
-the mat-mult, ``columns`` on MVE))::
-
-    call    = 1
-    batches = N                  per-row setup (a batch matmul: per (batch, lhs row))
-    outputs = N·C                per-output requantization and store
-    blocks  = N·⌈C/R⌉·⌊K/L⌋ (⌈K/L⌉ on MVE)     inner-loop passes
-    k_tail  = N·C·(K mod L) (0 on MVE)        scalar tail MACs
-    groups  = batch · head pairs of a batch matmul (its outer loop); 1 for FC
+Features: ``call``, ``batches`` = N rows (a batch matmul: per (batch, head, lhs row)),
+``outputs`` = N·C requantized, ``groups`` = batch · head pairs (batch matmul), and the vec-mat
+passes of the library that runs: CMSIS-NN's ``arm_nn_vec_mat_mult_t_s8`` groups output
+channels by 3/2/4 (scalar/DSP/MVE) then runs the rest one by one (``_vec_mat_cmsis``; its
+batch matmul adds a vector sum of the RHS per group), kernels_c groups by 4/2/4 with its own K
+steps (``_vec_mat_kernels_c``)::
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
@@ -29,30 +25,72 @@ from isa_models.shapes import BLOCKING, Params, ceil_div, dims, value
 FAMILY = "fully_connected"
 
 
-def _mat_vec(tier: str, rows: int, channels: int, depth: int) -> tuple[int, int]:
-    b = BLOCKING[tier]
-    per = b.columns if tier == "mve" else b.channels
+def _vec_mat_cmsis(tier: str, rows: int, channels: int, depth: int) -> dict[str, float]:
+    """CMSIS-NN's ``arm_nn_vec_mat_mult_t_s8`` per LHS row: output channels in groups of G
+    (scalar 3, DSP 2, MVE 4), then the C mod G left one at a time, each a pass over K
+    (scalar: K MACs; DSP: ⌊K/4⌋ SMLAD blocks + K mod 4; MVE: ⌈K/16⌉ predicated VMLADAVs):
+    group_rows/odd_rows (pass set-ups), group_blocks/odd_blocks, group_tail/odd_tail."""
+    group = {"scalar": 3, "dsp": 2, "mve": 4}[tier]
+    full, odd = divmod(channels, group)
     if tier == "mve":
-        return rows * ceil_div(channels, per) * ceil_div(depth, b.reduce_lanes), 0
-    return rows * ceil_div(channels, per) * (depth // b.reduce_lanes), rows * channels * (
-        depth % b.reduce_lanes
-    )
+        per, tail = ceil_div(depth, 16), 0
+    elif tier == "dsp":
+        per, tail = depth // 4, depth % 4
+    else:
+        per, tail = depth, 0
+    return {"group_rows": float(rows * full), "odd_rows": float(rows * odd),
+            "group_blocks": float(rows * full * per), "odd_blocks": float(rows * odd * per),
+            "group_tail": float(rows * full * tail), "odd_tail": float(rows * odd * tail)}  # fmt: skip
+
+
+def _vec_mat_kernels_c(
+    tier: str, rows: int, channels: int, depth: int, *, dsp_unroll8: bool
+) -> dict[str, float]:
+    """kernels_c's vec-mat per LHS row (src/fully_connected_s8.c, support/nn_vec_mat.h): output
+    channels in groups of 4 (scalar, MVE) or 2 (DSP), then one by one; K by 1 (scalar), by 4
+    with a 1-byte tail (DSP; batch matmul's pairs step 8 first), by 16 with one predicated tail
+    (MVE, which also sums each weight row once per call: ksum_blocks)."""
+    group = 2 if tier == "dsp" else 4
+    full, odd = divmod(channels, group)
+    if tier == "mve":
+        per, step, tail = depth // 16, 0, int(depth % 16 != 0)
+        single_per, single_tail = per, tail
+    elif tier == "dsp":
+        per = depth // 8 if dsp_unroll8 else depth // 4
+        step = (depth % 8) // 4 if dsp_unroll8 else 0
+        tail, single_per, single_tail = depth % 4, depth // 4, depth % 4
+    else:
+        per, step, tail, single_per, single_tail = depth, 0, 0, depth, 0
+    f = {"group_rows": float(rows * full), "odd_rows": float(rows * odd),
+         "group_blocks": float(rows * full * per), "group_steps": float(rows * full * step),
+         "group_tail": float(rows * full * tail), "odd_blocks": float(rows * odd * single_per),
+         "odd_tail": float(rows * odd * single_tail)}  # fmt: skip
+    if tier == "mve":
+        f["ksum_blocks"] = float(channels * (per + tail))
+    return f
+
+
+def _fc_kernels_c_features(p: Params, tier: str) -> Features:
+    n, k, c = _fc_shape(p)
+    return {"call": 1.0, "batches": float(n), "outputs": float(n * c),
+            **_vec_mat_kernels_c(tier, n, c, k, dsp_unroll8=False)}  # fmt: skip
+
+
+def _bmm_kernels_c_features(p: Params, tier: str) -> Features:
+    groups, rows, c, k = _bmm_shape(p)
+    mat = _vec_mat_kernels_c(tier, rows, c, k, dsp_unroll8=True)
+    return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows),
+            "outputs": float(groups * rows * c), **{key: groups * v for key, v in mat.items()}}  # fmt: skip
+
+
+def _fc_cmsis_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's FC: per batch row one :func:`_vec_mat_cmsis`; outputs = N·C requantized."""
+    n, k, c = _fc_shape(p)
+    return {"call": 1.0, "batches": float(n), "outputs": float(n * c), **_vec_mat_cmsis(tier, n, c, k)}
 
 
 def _fc_shape(p: Params) -> tuple[int, int, int]:
     return value(p, "input_dims.n"), value(p, "filter_dims.n"), value(p, "output_dims.c")
-
-
-def _fc_features(p: Params, tier: str) -> Features:
-    n, k, c = _fc_shape(p)
-    blocks, tail = _mat_vec(tier, n, c, k)
-    return {
-        "call": 1.0,
-        "batches": float(n),
-        "outputs": float(n * c),
-        "blocks": float(blocks),
-        "k_tail": float(tail),
-    }
 
 
 def _fc_macs(p: Params) -> int:
@@ -70,17 +108,18 @@ def _bmm_shape(p: Params) -> tuple[int, int, int, int]:
     return o.n * o.h, o.w, o.c, value(p, "input_lhs_dims.c")
 
 
-def _bmm_features(p: Params, tier: str) -> Features:
+def _bmm_cmsis_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_batch_matmul_s8: per (batch, head) group ``arm_vector_sum_s8`` over the
+    RHS (vsum_rows = C, vsum_blocks = C·⌊K/L⌋ or ⌈K/16⌉ on MVE) and per LHS row one
+    :func:`_vec_mat_cmsis` over the C RHS rows."""
     groups, rows, c, k = _bmm_shape(p)
-    blocks, tail = _mat_vec(tier, rows, c, k)
-    return {
-        "call": 1.0,
-        "groups": float(groups),
-        "batches": float(groups * rows),
-        "outputs": float(groups * rows * c),
-        "blocks": float(groups * blocks),
-        "k_tail": float(groups * tail),
-    }
+    lanes = BLOCKING[tier].reduce_lanes
+    vsum = c * (ceil_div(k, lanes) if tier == "mve" else k // lanes)
+    mat = _vec_mat_cmsis(tier, rows, c, k)
+    return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows), "outputs": float(groups * rows * c),
+            "vsum_rows": float(groups * c), "vsum_blocks": float(groups * vsum),
+            "vsum_tail": float(0 if tier == "mve" else groups * c * (k % lanes)),
+            **{key: groups * v for key, v in mat.items()}}  # fmt: skip
 
 
 def _bmm_macs(p: Params) -> int:
@@ -113,12 +152,12 @@ def _vsum_bytes(p: Params) -> tuple[int, int]:
 FORMULAS: dict[str, Formula] = {
     f.key: f
     for f in (
-        Formula("arm_fully_connected_s8", "arm_fully_connected_s8", _fc_features, _fc_macs, _fc_bytes,
-                "per-tensor requantization"),
-        Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_features,
-                _fc_macs, _fc_bytes, "per-channel requantization"),
-        Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_features, _bmm_macs, _bmm_bytes,
-                "LHS · RHSᵀ per (batch, head), broadcast"),
+        Formula("arm_fully_connected_s8", "arm_fully_connected_s8", _fc_cmsis_features, _fc_macs, _fc_bytes,
+                "per-tensor requantization", library_features=(("kernels_c", _fc_kernels_c_features),)),
+        Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_cmsis_features,
+                _fc_macs, _fc_bytes, "per-channel requantization", library_features=(("kernels_c", _fc_kernels_c_features),)),
+        Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_cmsis_features, _bmm_macs, _bmm_bytes,
+                "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_kernels_c_features),)),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
                 "kernel sums (ahead of time in ExecuTorch's MVE linear)"),
     )
@@ -158,6 +197,10 @@ _FC_SHAPES = (
     (1, 512, 10),
     (1, 77, 45),
     (3, 64, 64),
+    (1, 45, 7),
+    (2, 250, 3),
+    (1, 19, 33),
+    (5, 96, 20),
 )
 
 
@@ -168,6 +211,9 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     out += [("arm_batch_matmul_s8", bmm_params(*s)) for s in (
         (1, 1, 16, 16, 32), (1, 2, 8, 12, 64), (2, 1, 10, 6, 20), (1, 4, 8, 8, 16), (1, 1, 4, 32, 128),
         (1, 1, 24, 8, 7), (1, 2, 16, 16, 48), (2, 2, 5, 9, 33),
+        # K tails of 4 and 16 lanes, odd column counts, one-row and many-head shapes
+        (1, 1, 12, 5, 18), (1, 3, 6, 10, 40), (1, 1, 1, 64, 64), (2, 3, 3, 7, 9), (1, 1, 32, 3, 24),
+        (1, 6, 4, 4, 30), (1, 1, 9, 17, 96), (3, 1, 7, 12, 50),
     )]  # fmt: skip
     out += [("arm_vector_sum_s8", {"vector_rows": r, "vector_cols": c}) for r, c in (
         (12, 64), (128, 640), (16, 256), (64, 33), (10, 512), (128, 128), (45, 77), (8, 128),

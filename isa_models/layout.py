@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa_models.formula import Features, Formula
-from isa_models.shapes import Params, dims, value
+from isa_models.shapes import ByteOps, Params, ceil_div, dims, value
 
 FAMILY = "layout"
 
@@ -33,25 +33,56 @@ def _pad_out(p: Params) -> tuple[int, int, int, int]:
     return (i.n + a.n + b.n, i.h + a.h + b.h, i.w + a.w + b.w, i.c + a.c + b.c)
 
 
-def _copy_split(total: int, run: int, aligned: bool) -> tuple[float, float]:
-    """(word-aligned bytes, other bytes) of copying ``total`` bytes in runs of ``run``: memcpy
-    moves words only when source and destination stay word aligned from run to run."""
-    if aligned and run % 4 == 0:
-        return float(total), 0.0
-    return 0.0, float(total)
-
-
-def _pad_features(p: Params, tier: str) -> Features:
+def _pad_walk(p: Params, tier: str, skip_empty: bool) -> dict[str, float]:
+    """The memcpy/memset calls of arm_pad_s8 (CMSIS-NN's loop nest, which kernels_c follows):
+    fills for pre/post N and H blocks, per input row a pre-W and post-W fill and either one
+    copy of the row (C unpadded) or, per pixel, a pre-C fill, a C copy and a post-C fill."""
     i, a, b = dims(p, "input_size"), dims(p, "pre_pad"), dims(p, "post_pad")
-    n, h, w, c = _pad_out(p)
-    copied = i.n * i.h * i.w * i.c
+    _n, h, w, c = _pad_out(p)
+    ops = ByteOps(tier, skip_empty)
+    batch, row = h * w * c, w * c
+    out = src = 0
+    ops.fill(batch * a.n, out)
+    out += batch * a.n
+    c_padded = i.c != c
+    for _b in range(i.n):
+        ops.fill(row * a.h, out)
+        out += row * a.h
+        for _y in range(i.h):
+            ops.fill(c * a.w, out)
+            out += c * a.w
+            if not c_padded:
+                ops.copy(i.w * i.c, out, src)
+                out += i.w * i.c
+                src += i.w * i.c
+            else:
+                # the pixels' offsets repeat with period 4 (mod-4 alignment): count each class once
+                for r in range(min(4, i.w)):
+                    times = len(range(r, i.w, 4))
+                    o, s = out + r * c, src + r * i.c
+                    ops.fill(a.c, o, times)
+                    ops.copy(i.c, o + a.c, s, times)
+                    ops.fill(b.c, o + a.c + i.c, times)
+                out += i.w * c
+                src += i.w * i.c
+            ops.fill(c * b.w, out)
+            out += c * b.w
+        ops.fill(row * b.h, out)
+        out += row * b.h
+    ops.fill(batch * b.n, out)
+    return ops.f
+
+
+def _pad_features(p: Params, tier: str, skip_empty: bool = False) -> Features:
+    i = dims(p, "input_size")
+    c_padded = i.c != _pad_out(p)[3]
     rows = i.n * i.h
-    c_padded = bool(a.c or b.c)
-    run = i.c if c_padded else i.w * i.c
-    aligned = (a.w * c) % 4 == 0 and (c % 4 == 0 if c_padded else (w * c) % 4 == 0 or i.n * i.h == 1)
-    words, other = _copy_split(copied, run, aligned)
     return {"call": 1.0, "rows": float(rows), "pixel_runs": float(rows * i.w if c_padded else 0),
-            "copied_words": words, "copied_bytes": other, "filled": float(n * h * w * c - copied)}  # fmt: skip
+            **_pad_walk(p, tier, skip_empty)}  # fmt: skip
+
+
+def _pad_features_kernels_c(p: Params, tier: str) -> Features:
+    return _pad_features(p, tier, skip_empty=True)
 
 
 def _pad_macs(p: Params) -> int:
@@ -64,13 +95,23 @@ def _pad_bytes(p: Params) -> tuple[int, int]:
     return i.n * i.h * i.w * i.c, _pad_macs(p)
 
 
-def _transpose_plan(p: Params) -> tuple[int, int, int]:
-    """(elements, innermost run, its input stride) after merging: output axes innermost first,
-    extent-1 axes dropped, an axis merged into the one inside it when the input continues
-    linearly across both (as the kernels do, kernels_c/src/layout_s8.c)."""
+def _transpose_axes(p: Params) -> tuple[int, list[int], list[int]]:
     nd = value(p, "num_dims")
-    shape = dims(p, "input_dims").shape[:nd]
+    shape = list(dims(p, "input_dims").shape[:nd])
     perm = [value(p, f"permutations[{k}]", k) for k in range(nd)] if nd > 1 else [0]
+    return nd, shape, perm
+
+
+def _transpose_plan(p: Params) -> tuple[int, int, int]:
+    total, extents, steps = _transpose_merge(p)
+    return (total, extents[0], steps[0]) if extents else (total, 1, 1)
+
+
+def _transpose_merge(p: Params) -> tuple[int, list[int], list[int]]:
+    """kernels_c's plan: (elements, innermost run, its input stride) after merging: output axes
+    innermost first, extent-1 axes dropped, an axis merged into the one inside it when the input
+    continues linearly across both (kernels_c/src/layout_s8.c)."""
+    nd, shape, perm = _transpose_axes(p)
     strides = [1] * nd
     for k in range(nd - 2, -1, -1):
         strides[k] = strides[k + 1] * shape[k + 1]
@@ -88,42 +129,122 @@ def _transpose_plan(p: Params) -> tuple[int, int, int]:
     total = 1
     for e in shape:
         total *= e
-    if not extents:
-        return total, 1, 1
-    return total, extents[0], steps[0]
+    return total, extents, steps
 
 
-def _transpose_shape(p: Params) -> tuple[int, int]:
-    total, run, _stride = _transpose_plan(p)
-    return total, run
+_TRANSPOSE_KEYS = ("call", "copy", "rows_2d", "elements_2d", "columns", "gathers",
+                   *(f"{k}{r}" for r in ("_3d", "") for k in ("planes", "rows", "elements", "unit_rows",
+                                                             "unit_long", "unit_vector_rows", "unit_vectors", "unit_words", "unit_bytes")))  # fmt: skip
 
 
 def _transpose_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_transpose_s8 routes by rank, without merging axes: 1-D memcpy; 2-D
+    [rows, cols] ``nhcw`` (scalar: per input row a loop over its columns; MVE: per column
+    ceil(rows/8) predicated 8-lane byte gathers); 3-D the element loop nest over (n, h, w)
+    (planes = n, rows = n·h inner loops); 4-D the element nest over (n, h, w, c) (planes =
+    n·h, rows = n·h·w), except on MVE with permutation (0, 1, ..) the ``nhcw`` gathers per
+    (n, h) plane: columns = n·h·c, gathers = n·h·c·ceil(w/8). The element nest's inner loop
+    has a unit-stride version when the last input axis stays last (GCC -O3's loop versioning
+    for strides, read from the -Ofast build): a row of ``r > 6`` bytes copies ``r // 4`` words
+    and ``r % 4`` bytes, a shorter row ``r`` bytes (``unit_rows`` rows, ``unit_words``,
+    ``unit_bytes``; on MVE 16-byte vector trips for rows over 14 bytes, then an 8-byte step,
+    then bytes: ``unit_vectors``, ``unit_words``, ``unit_bytes``). The 3-D and 4-D nests are compiled separately: their features carry
+    ``_3d`` and no suffix."""
+    nd, shape, perm = _transpose_axes(p)
+    n, h, w, c = (*shape, 1, 1, 1)[:4]
+    f = dict.fromkeys(_TRANSPOSE_KEYS, 0.0)
+    f["call"] = 1.0
+    total = n * h * w * c
+    mve = tier == "mve"
+    if nd == 1:
+        f["copy"] = ceil_div(n, 16) if mve else float(n)
+    elif nd == 2 and mve:
+        f["columns"], f["gathers"] = float(h), float(h * ceil_div(n, 8))
+    elif nd == 2:
+        f["rows_2d"], f["elements_2d"] = float(n), float(total)
+    elif nd == 3:
+        f["planes_3d"] = float(n)
+        _element_rows(f, n * h, w, perm[2] == 2, "_3d", mve)
+    elif mve and perm[0] == 0 and perm[1] == 1:
+        f["planes"], f["columns"], f["gathers"] = (
+            float(n * h),
+            float(n * h * c),
+            float(n * h * c * ceil_div(w, 8)),
+        )
+    else:
+        f["planes"] = float(n * h)
+        _element_rows(f, n * h * w, c, perm[3] == 3, "", mve)
+    return f
+
+
+def _element_rows(
+    f: dict[str, float], rows: int, run: int, unit: bool, rank: str = "", mve: bool = False
+) -> None:
+    if not unit:
+        f["rows" + rank], f["elements" + rank] = float(rows), float(rows * run)
+        return
+    f["unit_rows" + rank] = float(rows)
+    f["unit_long" + rank] = float(rows if run > 6 else 0)  # the word/vector version's set-up
+    if mve:  # GCC's MVE version: 16-byte vector trips (rows over 14 bytes), an 8-byte step, bytes
+        vectors = run // 16 if run > 14 else 0
+        rest = run - 16 * vectors
+        chunks = rest // 8 if run > 6 else 0
+        f["unit_vectors" + rank] = float(rows * vectors)
+        f["unit_vector_rows" + rank] = float(rows if vectors else 0)
+        f["unit_words" + rank], f["unit_bytes" + rank] = (
+            float(rows * chunks),
+            float(rows * (rest - 8 * chunks)),
+        )
+        return
+    words = run // 4 if run > 6 else 0
+    f["unit_words" + rank], f["unit_bytes" + rank] = float(rows * words), float(rows * (run - 4 * words))
+
+
+def _transpose_features_kernels_c(p: Params, tier: str) -> Features:
+    """kernels_c's planned transpose: the output in runs of the innermost merged axis, each a
+    copy (input stride 1: memcpy, or the MVE copy loop) or a strided gather (scalar: 4 per
+    pass + tail bytes; MVE: 8 per VLDRB gather with 16-bit offsets + a predicated tail, or 4
+    per gather with 32-bit offsets for strides over 9362); the plan's loops per input axis
+    (rank) and merged axis (axes), the outer loops' steps (planes)."""
     total, run, stride = _transpose_plan(p)
+    _total, extents, _steps = _transpose_merge(p)
     rows = total // run
-    lanes = 4 if tier != "mve" else 8
-    gathered = stride != 1
-    words, other = (0.0, 0.0) if gathered else _copy_split(total, run, True)
-    return {
-        "call": 1.0,
-        "rows": float(rows),
-        "copied_words": words,
-        "copied_bytes": other,
-        "gathered": float(total if gathered else 0),
-        "gather_tail": float(rows * (run % lanes) if gathered else 0),
-    }
+    planes = rows // extents[1] if len(extents) > 1 else 1  # the i0·i1 loop steps
+    ops = ByteOps(tier, skip_empty=False)
+    f = {"call": 1.0, "rank": float(value(p, "num_dims")), "axes": float(len(extents)),
+         "planes": float(planes), "rows": float(rows), "gathers": 0.0, "gather_tails": 0.0,
+         "gather_bytes": 0.0}  # fmt: skip
+    if stride == 1:
+        if rows == 1 or run % 4 == 0:
+            ops.copy(run, 0, 0, rows)
+        else:
+            for r in range(min(4, rows)):
+                ops.copy(run, r * run, r * run, len(range(r, rows, 4)))
+    elif tier == "mve":
+        lanes = 8 if stride <= 0xFFFF // 7 else 4
+        f["gathers"] = float(rows * (run // lanes))
+        f["gather_tails"] = float(rows * (run % lanes != 0))
+    else:
+        f["gathers"] = float(rows * (run // 4))
+        f["gather_bytes"] = float(rows * (run % 4))
+    return {**f, **{k: v for k, v in ops.f.items() if k.startswith("copy")}}
 
 
 def _transpose_macs(p: Params) -> int:
-    return _transpose_shape(p)[0]
+    total = 1
+    for e in _transpose_axes(p)[1]:
+        total *= e
+    return total
 
 
 FORMULAS: dict[str, Formula] = {
     f.key: f
     for f in (
-        Formula("arm_pad_s8", "arm_pad_s8", _pad_features, _pad_macs, _pad_bytes, "row memcpy + memset"),
+        Formula("arm_pad_s8", "arm_pad_s8", _pad_features, _pad_macs, _pad_bytes, "row memcpy + memset",
+                library_features=(("kernels_c", _pad_features_kernels_c),)),
         Formula("arm_transpose_s8", "arm_transpose_s8", _transpose_features, _transpose_macs,
-                lambda p: (_transpose_macs(p), _transpose_macs(p)), "element gather in output order"),
+                lambda p: (_transpose_macs(p), _transpose_macs(p)), "element loops / gathers by rank",
+                library_features=(("kernels_c", _transpose_features_kernels_c),)),
     )
 }  # fmt: skip
 
@@ -170,6 +291,20 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((16, 32), (1, 0)), ((1, 8, 8, 16), (0, 3, 1, 2)), ((1, 16, 4, 4), (0, 2, 3, 1)), ((64, 10), (1, 0)),
         ((4, 12, 20), (2, 0, 1)), ((1, 10, 10, 24), (0, 3, 1, 2)), ((2, 6, 8, 5), (0, 2, 1, 3)),
         ((100, 7), (1, 0)), ((3, 5, 40), (0, 2, 1)), ((1, 32, 8, 8), (0, 2, 3, 1)),
+        # the last axis stays last (unit-stride rows, runs above and below 7 bytes, word tails) ..
+        ((3, 5, 12), (1, 0, 2)), ((4, 6, 5), (1, 0, 2)), ((2, 3, 4, 9), (0, 2, 1, 3)),
+        ((3, 4, 2, 3), (1, 0, 2, 3)), ((2, 4, 6, 14), (2, 0, 1, 3)), ((1, 6, 10, 32), (0, 2, 1, 3)),
+        ((5, 7, 11), (0, 1, 2)), ((2, 3, 4, 6), (0, 1, 2, 3)), ((4, 9, 7), (1, 0, 2)),
+        ((6, 2, 5, 20), (1, 0, 2, 3)), ((8, 30), (0, 1)), ((2, 50, 3), (0, 1, 2)),
+        ((1, 4, 6, 24), (0, 2, 1, 3)), ((2, 3, 5, 40), (1, 0, 2, 3)), ((3, 4, 4, 16), (2, 1, 0, 3)),
+        ((6, 4, 30), (1, 0, 2)), ((3, 8, 19), (1, 0, 2)), ((2, 2, 3, 64), (0, 2, 1, 3)),
+        ((2, 5, 3, 48), (1, 0, 2, 3)), ((3, 2, 4, 27), (0, 2, 1, 3)), ((4, 3, 2, 33), (2, 0, 1, 3)),
+        ((2, 6, 17), (1, 0, 2)), ((5, 3, 40), (1, 0, 2)), ((1, 3, 8, 96), (0, 2, 1, 3)),
+        ((2, 4, 2, 15), (1, 2, 0, 3)), ((3, 3, 70), (1, 0, 2)),
+        ((2, 3, 100), (1, 0, 2)), ((4, 2, 64), (1, 0, 2)), ((3, 2, 50), (0, 1, 2)), ((2, 2, 2, 80), (1, 0, 2, 3)),
+        ((2, 2, 56), (1, 0, 2)), ((2, 3, 2, 120), (0, 2, 1, 3)),
+        # .. and the two outer axes stay (MVE: per-plane column gathers)
+        ((2, 3, 10, 12), (0, 1, 3, 2)), ((1, 4, 20, 6), (0, 1, 3, 2)), ((3, 2, 7, 17), (0, 1, 3, 2)),
     )]  # fmt: skip
     rng = np.random.default_rng(31)
     for _ in range(20):

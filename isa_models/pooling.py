@@ -11,13 +11,17 @@ No routing: ``arm_avgpool_s8`` and ``arm_max_pool_s8`` each have one path per ti
     blocks  = T·⌊C/λ⌋  (⌈C/λ⌉ on MVE)    channel-parallel accumulate / compare passes
     c_tail  = T·(C mod λ)  (0 on MVE)
 
+These are kernels_c's features, and CMSIS-NN's for avgpool off MVE; CMSIS-NN's MVE avgpool
+and its max pool (every tier) loop differently: see :func:`_avgpool_features` and
+:func:`_max_pool_features`.
+
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 """
 
 from __future__ import annotations
 
 from isa_models.formula import Features, Formula
-from isa_models.shapes import BLOCKING, Params, ceil_div, dims, tile, valid_taps, value
+from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps, value
 
 FAMILY = "pooling"
 
@@ -43,6 +47,64 @@ def _features(p: Params, tier: str) -> Features:
     }
 
 
+def _window(p: Params) -> tuple[int, int, int, int]:
+    """(P, C, Σ valid window rows over pixels, T valid taps)."""
+    i, o = dims(p, "input_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    kh, kw = value(p, "filter_dims.h"), value(p, "filter_dims.w")
+    rows_h = valid_taps(i.h, o.h, kh, s.h, pad.h)
+    return o.n * o.h * o.w, o.c, o.n * rows_h * o.w, o.n * rows_h * valid_taps(i.w, o.w, kw, s.w, pad.w)
+
+
+def _avgpool_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's MVE arm_avgpool_s8: per pixel and 16-channel chunk (tail-predicated) a sum
+    over the valid window (chunk_rows = Σ valid rows · ⌈C/16⌉, chunk_taps = T·⌈C/16⌉: one
+    load, four widenings and adds) and 16 lane divisions (chunks = P·⌈C/16⌉). Other tiers:
+    :func:`_features`."""
+    if tier != "mve":
+        return _features(p, tier)
+    pixels, c, rows, taps = _window(p)
+    chunks = ceil_div(c, 16)
+    return {"call": 1.0, "pixels": float(pixels), "chunks": float(pixels * chunks),
+            "chunk_rows": float(rows * chunks), "chunk_taps": float(taps * chunks)}  # fmt: skip
+
+
+def _max_pool_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_max_pool_s8: per pixel the first valid tap copied (``arm_memcpy_s8`` of
+    C bytes, :class:`isa_models.shapes.ByteOps`), every other valid tap a
+    ``compare_and_replace_if_larger`` call (compares = T − P; MVE: ⌈C/16⌉ predicated vector
+    passes, else ⌊C/4⌋ word passes of four byte compares + C mod 4 bytes), then one clamp
+    over all P·C outputs (MVE: ⌈P·C/16⌉ passes, else ⌊P·C/4⌋ words + tail)."""
+    pixels, c, rows, taps = _window(p)
+    mve = tier == "mve"
+    ops = ByteOps(tier, skip_empty=False)
+    for r in range(4):  # output pixel r's copy lands at r·C (mod 4); its source alike
+        times = len(range(r, pixels, 4))
+        if times:
+            ops.copy(c, r * c, r * c, times)
+    compares = taps - pixels
+    total = pixels * c
+    return {"call": 1.0, "pixels": float(pixels), "rows": float(rows), "compares": float(compares),
+            "compare_blocks": float(compares * (ceil_div(c, 16) if mve else c // 4)),
+            "compare_tail": float(0 if mve else compares * (c % 4)),
+            "clamp_blocks": float(ceil_div(total, 16) if mve else total // 4),
+            "clamp_tail": float(0 if mve else total % 4),
+            **{k: v for k, v in ops.f.items() if k.startswith("copy")}}  # fmt: skip
+
+
+def _kernels_c_features(p: Params, tier: str, lanes: int) -> Features:
+    """kernels_c: :func:`_features` off MVE; on MVE per pixel ⌊C/λ⌋ full passes and one
+    predicated tail pass (λ = 8 int16 lanes for the average, 16 for the maximum), each over the
+    valid rows and taps: passes, pass_rows, pass_taps (full), tail_taps."""
+    if tier != "mve":
+        return _features(p, tier)
+    pixels, c, rows, taps = _window(p)
+    full, tail = c // lanes, int(c % lanes != 0)
+    return {"call": 1.0, "pixels": float(pixels), "passes": float(pixels * (full + tail)),
+            "pass_rows": float(rows * (full + tail)), "pass_taps": float(taps * full),
+            "tail_taps": float(taps * tail)}  # fmt: skip
+
+
 def macs(p: Params) -> int:
     o = dims(p, "output_dims")
     return o.n * o.h * o.w * o.c * value(p, "filter_dims.h") * value(p, "filter_dims.w")
@@ -54,12 +116,13 @@ def nbytes(p: Params) -> tuple[int, int]:
 
 
 FORMULAS: dict[str, Formula] = {
-    name: Formula(name, name, _features, macs, nbytes, doc)
-    for name, doc in (
-        ("arm_avgpool_s8", "sum of the valid window, rounded division by its size"),
-        ("arm_max_pool_s8", "running maximum over the valid window"),
+    name: Formula(name, name, features, macs, nbytes, doc,
+                  library_features=(("kernels_c", lambda p, tier, lanes=lanes: _kernels_c_features(p, tier, lanes)),))
+    for name, features, lanes, doc in (
+        ("arm_avgpool_s8", _avgpool_features, 8, "sum of the valid window, rounded division by its size"),
+        ("arm_max_pool_s8", _max_pool_features, 16, "first tap copied, running maximum, clamp"),
     )
-}
+}  # fmt: skip
 
 
 def route(function: str, p: Params, tier: str) -> str:
@@ -89,6 +152,13 @@ _SHAPES = (
     ((1, 16, 8, 24), (2, 2), (2, 2)),
     ((1, 3, 3, 256), (3, 3), (1, 1)),
     ((1, 14, 14, 20), (5, 5), (2, 2), (2, 2)),
+    # channel tails of 4 and 16 lanes, padded windows, batches
+    ((1, 10, 10, 5), (2, 2), (2, 2)),
+    ((1, 8, 12, 17), (3, 3), (1, 2), (1, 1)),
+    ((2, 7, 7, 33), (3, 3), (2, 2), (1, 1)),
+    ((1, 20, 20, 3), (4, 4), (4, 4)),
+    ((1, 6, 10, 48), (3, 5), (1, 1), (1, 2)),
+    ((1, 12, 6, 10), (2, 3), (2, 3)),
 )
 
 

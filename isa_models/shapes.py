@@ -76,4 +76,80 @@ def valid_taps(size: int, out: int, kernel: int, stride: int, pad: int, dilation
     return total
 
 
-__all__ = ["BLOCKING", "TIERS", "Blocking", "Params", "ceil_div", "dims", "tile", "valid_taps", "value"]
+# --- memcpy / memset as the library runs them -------------------------------------------------------
+
+
+class ByteOps:
+    """Accumulates the loop trips of the memcpy / memset calls of one kernel call.
+
+    Non-MVE (newlib's Thumb-2 ``memcpy``/``memset``, read from its disassembly): memcpy with
+    ``n >= 8`` or both pointers word aligned copies 64-byte blocks, then 16-byte (copy_quads),
+    then 4-byte steps (copy_steps) and a 1-3 byte tail; a misaligned ``n < 8`` copy is a byte loop. memset stores bytes
+    up to a word-aligned destination, then 16-byte blocks, then 4-byte steps, then tail bytes.
+    (``set_empty``: 0-byte calls, which return early; ``set_long``: the 16-byte loop's set-up.)
+    MVE (``arm_memcpy_s8`` / ``arm_memset_s8``, kernels_c's ``nn_copy_s8_mve``): one tail-
+    predicated WLSTP loop of 16 bytes per trip. ``skip_empty``: the caller skips 0-byte calls
+    (kernels_c) rather than making them (CMSIS-NN calls arm_memset_s8 with 0 bytes too).
+    """
+
+    def __init__(self, tier: str, skip_empty: bool) -> None:
+        self.mve = tier == "mve"
+        self.skip_empty = skip_empty
+        self.f: dict[str, float] = dict.fromkeys(
+            ("copy_calls", "copy_short", "copy_blocks", "copy_quads", "copy_steps", "copy_tails", "copy_small", "set_calls",
+             "set_empty", "set_long", "set_blocks", "set_steps", "set_bytes"), 0.0)  # fmt: skip
+
+    def copy(self, n: int, dst: int, src: int, times: int = 1) -> None:
+        if n <= 0 and self.skip_empty:
+            return
+        f = self.f
+        f["copy_calls"] += times
+        if self.mve:
+            f["copy_blocks"] += times * ceil_div(max(n, 0), 16)
+            return
+        if n < 8 and (dst | src) % 4:  # 1-3 bytes: a byte and a halfword; 4-7: n - 3 loop trips
+            f["copy_short"] += times
+            f["copy_small"] += times * max(n - 3, 0)
+            return
+        head = 0 if (dst | src) % 4 == 0 or src % 4 == 0 else (4 - dst % 4) % 4
+        m = n - head
+        f["copy_small"] += times * head
+        f["copy_blocks"] += times * (m // 64)
+        f["copy_quads"] += times * ((m % 64) // 16)
+        f["copy_steps"] += times * ((m % 16) // 4)
+        f["copy_tails"] += times * (m % 4 != 0)
+
+    def fill(self, n: int, dst: int, times: int = 1) -> None:
+        if n <= 0 and self.skip_empty:
+            return
+        f = self.f
+        f["set_calls"] += times
+        if self.mve:
+            f["set_blocks"] += times * ceil_div(max(n, 0), 16)
+            return
+        if n <= 0:
+            f["set_empty"] += times
+            return
+        head = min((4 - dst % 4) % 4, n)
+        m = n - head
+        if m < 4:
+            f["set_bytes"] += times * n
+            return
+        f["set_long"] += times * (m >= 16)
+        f["set_blocks"] += times * (m // 16)
+        f["set_steps"] += times * ((m % 16) // 4)
+        f["set_bytes"] += times * (head + m % 4)
+
+
+__all__ = [
+    "BLOCKING",
+    "TIERS",
+    "Blocking",
+    "ByteOps",
+    "Params",
+    "ceil_div",
+    "dims",
+    "tile",
+    "valid_taps",
+    "value",
+]

@@ -197,7 +197,9 @@ def measurer(core: str, harness: Any | None) -> tuple[Measure, str]:
     return counted, CPI1_SOURCE
 
 
-def sweep_calls(tier: str, only: Sequence[str] | None = None) -> list[tuple[str, str, dict[str, int], bool]]:
+def sweep_calls(
+    tier: str, only: Sequence[str] | None = None, library: str | None = None
+) -> list[tuple[str, str, dict[str, int], bool]]:
     """(public function, formula key, shape, held out) for every sweep shape, narrowed to
     ``only`` (formula keys, public functions or family names).
 
@@ -215,7 +217,7 @@ def sweep_calls(tier: str, only: Sequence[str] | None = None) -> list[tuple[str,
             chosen.setdefault(key, []).append((function, shape))
     rows = []
     for key, calls in chosen.items():
-        features = [formulas.FORMULAS[key].features(shape, tier) for _f, shape in calls]
+        features = [formulas.FORMULAS[key].features_for(library)(shape, tier) for _f, shape in calls]
         held: set[int] = set()
         want = len(calls) // HELD_OUT_EVERY
         for i in [*range(HELD_OUT_EVERY - 1, len(calls), HELD_OUT_EVERY), *range(len(calls))]:
@@ -322,7 +324,7 @@ def calibrate_core(
 
         harness, available = build_library_harness(qcore, kernels_dir)
     measure, source = measurer(model.name, harness)
-    rows = sweep_calls(model.tier, only)
+    rows = sweep_calls(model.tier, only, library)
     if available is not None:  # a library measures the functions it has (refsim_lut_s8 is ours)
         rows = [r for r in rows if r[0] in available]
     if not rows:
@@ -341,7 +343,7 @@ def calibrate_core(
         calibration.Measurement(
             key=key,
             shape={"function": function, **shape},
-            features=formulas.FORMULAS[key].features(shape, model.tier),
+            features=formulas.FORMULAS[key].features_for(library)(shape, model.tier),
             instructions=ins,
             cycles=cyc,
             held_out=held,
@@ -350,6 +352,45 @@ def calibrate_core(
     ]
     prov = provenance(library, kernels_dir, qcore, source, argv, mcpu=model.gcc_mcpu)
     return calibration.build_document(library, model.name, model.tier, prov, measurements)
+
+
+def refit_document(document: Mapping[str, Any]) -> dict:
+    """``document`` refitted without QEMU: its stored measurements, with the current formula
+    code's routing, features and held-out choice (:func:`sweep_calls`). This is what a fresh
+    ``refsim calibrate`` writes when only the formulas changed (the measurement is exact and
+    repeatable); a sweep shape the file has not measured is an error (measure it: no --refit)."""
+    from isa_models import calibration, formulas
+
+    library, tier = str(document["library"]), str(document["tier"])
+    stored: dict[str, tuple[int, int]] = {}
+    for entry in document["functions"].values():
+        for record in entry["fit"] + entry["held_out"]:
+            stored[_record_id(record["shape"])] = (int(record["instructions"]), int(record["cycles"]))
+    measured_functions = {json.loads(k)["function"] for k in stored}
+    measurements = []
+    missing = []
+    for function, key, shape, held in sweep_calls(tier, None, library):
+        found = stored.get(_record_id({"function": function, **shape}))
+        if found is None:
+            if function in measured_functions:  # a function the library lacks is not measured at all
+                missing.append(f"{function} {dict(shape)}")
+            continue
+        features = formulas.FORMULAS[key].features_for(library)(shape, tier)
+        measurements.append(
+            calibration.Measurement(key, {"function": function, **shape}, features, *found, held_out=held)
+        )
+    if missing:
+        raise RefsimError(
+            f"--refit: {document['library']}/{document['core']} has no measurement of {len(missing)} sweep "
+            f"shape(s), e.g. {missing[0]}; measure them (refsim calibrate without --refit)"
+        )
+    return calibration.build_document(
+        library, str(document["core"]), tier, document["provenance"], measurements
+    )
+
+
+def _record_id(shape: Mapping[str, Any]) -> str:
+    return json.dumps(dict(shape), sort_keys=True)
 
 
 def _shape_seed(function: str, shape: Mapping[str, int]) -> int:
@@ -404,6 +445,13 @@ def calibrate(
         Path | None,
         typer.Option("--out-dir", help="Write <library>/<core>.json here (default isa_models/calibration)."),
     ] = None,
+    refit: Annotated[
+        bool,
+        typer.Option(
+            "--refit",
+            help="No QEMU: refit the files' stored measurements (in --out-dir) with the current formulas.",
+        ),
+    ] = False,
 ) -> None:
     """Measure every CMSIS-NN function's sweep on each core and fit the cost formulas."""
     from isa_models import calibration
@@ -417,7 +465,14 @@ def calibrate(
         "core", "function / variant", "fit", "held out", "instr err (max)", "cycle err (max)", "source"
     )
     for core in _cores(cpu):
-        document = calibrate_core(core, library=name, kernels_dir=kernels_dir, only=kernel, argv=argv)
+        if refit:
+            try:
+                shipped = json.loads(calibration.path_for(name, core, out_dir).read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                raise RefsimError(f"--refit: no readable {name} calibration for {core} ({exc})") from None
+            document = refit_document(shipped)
+        else:
+            document = calibrate_core(core, library=name, kernels_dir=kernels_dir, only=kernel, argv=argv)
         path = calibration.path_for(name, core, out_dir)
         calibration.write(document, path)
         for key, entry in document["functions"].items():

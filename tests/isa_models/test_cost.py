@@ -8,7 +8,7 @@ import pytest
 from isa_models import conv, depthwise, elementwise, layout
 from isa_models.cost import NO_ESTIMATE, Cost
 from isa_models.fit import fit_coefficients, nnls, relative_errors
-from isa_models.shapes import valid_taps
+from isa_models.shapes import ceil_div, valid_taps
 
 
 def test_cost_adds_fields_and_memories():
@@ -96,22 +96,36 @@ def test_conv_features_count_blocks_and_tails():
     assert f["blocks"] == 4 and f["odd_columns"] == 1 * 3 * 5 and f["odd_channels"] == 4 * 1 * 5
     assert f["k_tail"] == 4 * 2 * 3 * 1
     m = conv.FORMULAS["arm_convolve_1x1_s8_fast"].features(p, "mve")
-    assert m["blocks"] == 3 * 3 * 1 and m["k_tail"] == 0  # ceil(9/4) x 3 x ceil(5/16)
+    # MVE: 2 full 4-pixel passes x 3 channels x ceil(5/16), then the odd pixel's 1 x 1 passes
+    assert m["blocks"] == 2 * 3 * 1 and m["k_tail"] == 0 and m["odd_passes"] == 1 * 3
 
 
-def test_pad_and_transpose_merge_axes_like_the_kernels():
-    f = layout.FORMULAS["arm_pad_s8"].features(
-        layout.pad_params((1, 4, 5, 3), (0, 1, 0, 0), (0, 1, 0, 0)), "dsp"
-    )
-    assert f["rows"] == 4 and f["pixel_runs"] == 0 and f["filled"] == 2 * 5 * 3
-    f = layout.FORMULAS["arm_pad_s8"].features(
-        layout.pad_params((1, 4, 5, 3), (0, 0, 0, 1), (0, 0, 0, 0)), "dsp"
-    )
-    assert f["pixel_runs"] == 20
-    same = layout.FORMULAS["arm_transpose_s8"].features(layout.transpose_params((2, 3, 4), (0, 1, 2)), "dsp")
-    assert same["rows"] == 1 and same["copied_words"] == 24
-    swap = layout.FORMULAS["arm_transpose_s8"].features(layout.transpose_params((2, 3, 4), (0, 2, 1)), "dsp")
-    assert swap["gathered"] == 24 and swap["rows"] == 2 * 4
+def test_pad_counts_the_memcpy_memset_calls_cmsis_nn_makes():
+    pad = layout.FORMULAS["arm_pad_s8"]
+    p = layout.pad_params((1, 4, 5, 3), (0, 1, 0, 0), (0, 1, 0, 0))
+    f = pad.features(p, "dsp")
+    # CMSIS-NN: a copy per input row (C unpadded), memsets for the N/H/W pads even when empty
+    assert f["rows"] == 4 and f["pixel_runs"] == 0 and f["copy_calls"] == 4
+    assert f["set_calls"] == 2 + 2 + 2 * 4 and f["set_empty"] == 2 + 2 * 4
+    assert pad.features_for("kernels_c")(p, "dsp")["set_calls"] == 2  # kernels_c skips empty fills
+    f = pad.features(layout.pad_params((1, 4, 5, 3), (0, 0, 0, 1), (0, 0, 0, 0)), "dsp")
+    assert f["pixel_runs"] == 20 and f["copy_calls"] == 20
+    mve = pad.features(p, "mve")  # one 16-byte predicated loop per call
+    assert mve["copy_blocks"] == 4 * 1 and mve["set_blocks"] == 2 * ceil_div(15, 16)
+
+
+def test_transpose_routes_by_rank_in_cmsis_nn_and_merges_axes_in_kernels_c():
+    t = layout.FORMULAS["arm_transpose_s8"]
+    same = layout.transpose_params((2, 3, 4), (0, 1, 2))
+    assert t.features_for("kernels_c")(same, "dsp")["rows"] == 1  # one merged copy
+    cm = t.features(same, "dsp")  # CMSIS-NN: the 3-D element nest, unit-stride rows of 4
+    assert cm["planes_3d"] == 2 and cm["unit_rows_3d"] == 6 and cm["unit_bytes_3d"] == 24
+    swap = layout.transpose_params((2, 3, 4), (0, 2, 1))
+    assert t.features_for("kernels_c")(swap, "dsp")["gathers"] == 2 * 4 * (3 // 4)
+    assert t.features(swap, "dsp")["elements_3d"] == 24
+    two = layout.transpose_params((5, 20), (1, 0))
+    assert t.features(two, "mve")["gathers"] == 20 * ceil_div(5, 8)
+    assert t.features(two, "dsp")["rows_2d"] == 5
 
 
 def test_minmax_runs_follow_the_broadcast():
