@@ -7,9 +7,10 @@
     were measured by `refsim calibrate` and never used in the fit).
 (b) The bundled MLPerf Tiny programs (examples/models/*.pte) estimated on the published boards'
     system presets against the published silicon latencies (REFERENCE.md section 4; TFLM +
-    CMSIS-NN). The published numbers are only compared with, never fitted. The M55 exports' MVE
-    linears are costed as the same arm_fully_connected_s8 call on the DSP core (M33): the repo
-    bundles an M4/DSP export of KWS only (kws_m4), which is used where it exists.
+    CMSIS-NN). The published numbers are only compared with, never fitted. On a DSP core (M33)
+    the M4 export of each model (examples/models/<model>_m4.pte) is what is estimated; an M55
+    export's MVE linears would be costed as the same arm_fully_connected_s8 call on the DSP core
+    where no M4 export exists.
 (c) What --estimate-cycles adds to `refsim run`: the estimate's own time in-process (cold:
     first call, imports and calibration load included; warm: again), and the wall time of
     `refsim run -q` with and without it (median of a few runs).
