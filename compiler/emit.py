@@ -47,7 +47,10 @@ def plan_memory(graph: Graph, algorithm: str = "best", *, reorder: bool = False)
         steps, sizes = _steps(graph)
     buffers = planner.lifetimes(steps, sizes, **io)
     plans = planner.plan_all(buffers)
-    chosen = planner.plan(buffers, algorithm=algorithm)
+    # The report shows every algorithm; "best" is chosen from those plans, not planned again.
+    chosen = planner.best_of(plans) if algorithm == "best" else plans.get(algorithm)
+    if chosen is None:
+        chosen = planner.plan(buffers, algorithm=algorithm)  # raises PlanError naming the planners
     return Planned(chosen, plans, steps, buffers)
 
 

@@ -62,7 +62,7 @@ from compiler.planner.model import (
 )
 from compiler.planner.program import ProgramBuffers, apply_plan, buffers_from_program, read_program
 from compiler.planner.reorder import dependencies, is_topological, peak, reorder
-from compiler.planner.suite import ALGORITHMS, Schedule, plan, plan_all, plan_steps
+from compiler.planner.suite import ALGORITHMS, Schedule, best_of, plan, plan_all, plan_steps
 
 __all__ = [
     "ALGORITHMS",
@@ -75,6 +75,7 @@ __all__ = [
     "Step",
     "align",
     "apply_plan",
+    "best_of",
     "buffers_from_program",
     "dependencies",
     "is_topological",

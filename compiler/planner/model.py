@@ -15,16 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from refsim.errors import RefsimError
+from refsim.runtime.plan import PlanError as RuntimePlanError
 
 #: Every offset and every size is rounded up to this many bytes (ExecuTorch's and CMSIS-NN's
 #: 16-byte alignment for MVE loads).
 ALIGNMENT = 16
 
 
-class PlanError(RefsimError):
+class PlanError(RuntimePlanError):
     """A memory plan is broken (two live buffers share bytes, an offset is misaligned, a buffer
-    is missing) or the planner's input is inconsistent (a step names an unknown buffer)."""
+    is missing) or the planner's input is inconsistent (a step names an unknown buffer). One family
+    with the runtime's plan verifier: catching refsim's PlanError catches both."""
 
 
 @dataclass(frozen=True)

@@ -75,17 +75,7 @@ def plan(
     _check_alignment(alignment)
     check_buffers(buffers)
     if algorithm == "best":
-        plans = plan_all(buffers, alignment=alignment, time_limit_s=time_limit_s)
-        chosen = min(plans.values(), key=lambda p: (sum(p.arenas.values()), list(plans).index(p.algorithm)))
-        total = sum(p.seconds for p in plans.values())
-        return Plan(
-            chosen.offsets,
-            chosen.arena_bytes,
-            f"best:{chosen.algorithm}",
-            chosen.lower_bound,
-            chosen.arenas,
-            total,
-        )
+        return best_of(plan_all(buffers, alignment=alignment, time_limit_s=time_limit_s))
     if algorithm not in ALGORITHMS:
         names = ", ".join([*ALGORITHMS, "best"])
         raise PlanError(f"unknown planner {algorithm!r}; expected one of {names}")
@@ -102,6 +92,21 @@ def plan_all(
         name: plan(buffers, algorithm=name, alignment=alignment, time_limit_s=time_limit_s)
         for name in ALGORITHMS
     }
+
+
+def best_of(plans: Mapping[str, Plan]) -> Plan:
+    """The suite's choice among ``plan_all``'s plans: the smallest arena (ties: the first in
+    ``ALGORITHMS`` order), named ``best:<algorithm>``, with the time of every algorithm run."""
+    chosen = min(plans.values(), key=lambda p: (sum(p.arenas.values()), list(plans).index(p.algorithm)))
+    total = sum(p.seconds for p in plans.values())
+    return Plan(
+        chosen.offsets,
+        chosen.arena_bytes,
+        f"best:{chosen.algorithm}",
+        chosen.lower_bound,
+        chosen.arenas,
+        total,
+    )
 
 
 @dataclass(frozen=True)
