@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,18 +112,30 @@ def build_harness(core: Core | str, *, force: bool = False) -> Harness:
     toolchain = find_toolchain()
     key = build_key(core, toolchain)
     final = cache_root() / f"{core.name}-{key}"
+
+    def make(staging: Path) -> None:
+        (staging / "build.log").write_text(_compile(core, toolchain, staging))
+
+    elf = build_once(final, "harness.elf", make, force=force)
+    return Harness(core=core, elf=elf, key=key, warnings=(final / "build.log").read_text())
+
+
+def build_once(final: Path, product: str, make: Callable[[Path], None], *, force: bool = False) -> Path:
+    """``final / product``, found in the cache or made now by ``make(staging)`` in a temporary
+    directory beside ``final`` that is then renamed into place. Atomic, so concurrent test workers
+    may race safely: a lost race keeps the winner's build; ``force`` rebuilds."""
     if force and final.exists():
         shutil.rmtree(final)
-    if not (final / "harness.elf").is_file():
+    if not (final / product).is_file():
         final.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{core.name}-", dir=final.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
         try:
-            (staging / "build.log").write_text(_compile(core, toolchain, staging))
+            make(staging)
             try:
                 staging.rename(final)
             except OSError:
-                if not (final / "harness.elf").is_file():  # not a lost race: a real failure
+                if not (final / product).is_file():  # not a lost race: a real failure
                     raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return Harness(core=core, elf=final / "harness.elf", key=key, warnings=(final / "build.log").read_text())
+    return final / product

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from refsim.qemu.batch import HARNESS_STATUS, Case, decode_results, encode_batch
-from refsim.qemu.build import KERNELS_C, Harness, build_harness, cache_root
+from refsim.qemu.build import KERNELS_C, Harness, build_harness, build_once, cache_root
 from refsim.qemu.cores import Core, get_core
 from refsim.qemu.errors import BuildError, QemuError, QemuTimeoutError, ToolchainMissingError
 from refsim.qemu.run import EXIT_STATUS, BatchRun, _fault, qemu_command
@@ -286,28 +286,20 @@ def build_plugin() -> Path:
         raise QemuError(f"kernels_c: plugin sources expected in {PLUGIN_DIR}, found none")
     cc = find_host_cc()
     final = cache_root() / f"qemu-plugin-{plugin_key(cc)}"
-    if not (final / "insn_count.so").is_file():
-        final.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".qemu-plugin-", dir=final.parent))
-        try:
-            command = [
-                str(cc),
-                *PLUGIN_CFLAGS,
-                "-o",
-                str(staging / "insn_count.so"),
-                str(PLUGIN_DIR / "insn_count.c"),
-            ]
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise BuildError(f"kernels_c: building the QEMU plugin failed:\n{done.stderr.strip()}")
-            try:
-                staging.rename(final)
-            except OSError:
-                if not (final / "insn_count.so").is_file():
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return final / "insn_count.so"
+
+    def make(staging: Path) -> None:
+        command = [
+            str(cc),
+            *PLUGIN_CFLAGS,
+            "-o",
+            str(staging / "insn_count.so"),
+            str(PLUGIN_DIR / "insn_count.c"),
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise BuildError(f"kernels_c: building the QEMU plugin failed:\n{done.stderr.strip()}")
+
+    return build_once(final, "insn_count.so", make)
 
 
 def plugin_arguments(plugin: Path, markers: tuple[int, int], out: str) -> list[str]:

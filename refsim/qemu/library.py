@@ -26,12 +26,11 @@ import re
 import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from refsim.qemu.build import KERNELS_C, LINKER_TEMPLATE, Harness, _memory_defines, cache_root
+from refsim.qemu.build import KERNELS_C, LINKER_TEMPLATE, Harness, _memory_defines, build_once, cache_root
 from refsim.qemu.cores import COMMON_CFLAGS, Core, get_core
 from refsim.qemu.errors import BuildError, QemuError, ToolchainMissingError
 from refsim.qemu.toolchain import find_toolchain
@@ -228,20 +227,12 @@ def build_library_harness(
     ]
     key = _library_key(core, kernels_dir, [*flags, f"cmake={uses_cmake}"])
     final = cache_root() / f"{core.name}-lib-{key}"
-    if force and final.exists():
-        shutil.rmtree(final)
-    if not (final / "harness.elf").is_file():
-        final.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{core.name}-lib-", dir=final.parent))
-        try:
-            _build(core, kernels_dir, include, sources, flags, uses_cmake, staging)
-            try:
-                staging.rename(final)
-            except OSError:
-                if not (final / "harness.elf").is_file():
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    build_once(
+        final,
+        "harness.elf",
+        lambda staging: _build(core, kernels_dir, include, sources, flags, uses_cmake, staging),
+        force=force,
+    )
     harness = Harness(
         core=core, elf=final / "harness.elf", key=key, warnings=(final / "build.log").read_text()
     )

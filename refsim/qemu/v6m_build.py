@@ -13,9 +13,7 @@ Cached like refsim.qemu.build, under ``$REFSIM_CACHE/kernels_c/cortex-m0plus-<ke
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from refsim.qemu import build
@@ -45,57 +43,48 @@ def build_v6m_harness(core: Core, *, force: bool = False) -> Harness:
         (build.build_key(core, toolchain) + build.build_key(board, toolchain)).encode()
     ).hexdigest()[:16]
     final = cache_root() / f"cortex-m0plus-{key}"
-    if force and final.exists():
-        shutil.rmtree(final)
-    if not (final / "harness.elf").is_file():
-        final.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".cortex-m0plus-", dir=final.parent))
-        try:
-            gcc = str(toolchain.gcc)
-            script = staging / "link.ld"
-            template = str(KERNELS_C / build.LINKER_TEMPLATE)
-            _run(
-                [gcc, "-E", "-P", "-x", "c", *build._memory_defines(core), template, "-o", str(script)],
-                "linker script",
-            )
-            startup = staging / "startup.o"
-            log = _run(
-                [gcc, *build._cflags(board), "-c", str(KERNELS_C / BOARD_CODE), "-o", str(startup)],
-                "board code",
-            )
-            sources = sorted(
-                str(p)
-                for d in build.SOURCE_DIRS
-                for p in (KERNELS_C / d).rglob("*.c")
-                if p != KERNELS_C / BOARD_CODE
-            )
-            link = [
-                "-nostartfiles",
-                "-T",
-                str(script),
-                "-Wl,--gc-sections",
-                f"-Wl,-Map={staging / 'harness.map'}",
-            ]
-            log += _run(
-                [
-                    gcc,
-                    *build._cflags(core),
-                    *sources,
-                    str(startup),
-                    *link,
-                    "-o",
-                    str(staging / "harness.elf"),
-                ],
-                "compiling the harness",
-            )
-            (staging / "build.log").write_text(log)
-            try:
-                staging.rename(final)
-            except OSError:
-                if not (final / "harness.elf").is_file():
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+
+    def make(staging: Path) -> None:
+        gcc = str(toolchain.gcc)
+        script = staging / "link.ld"
+        template = str(KERNELS_C / build.LINKER_TEMPLATE)
+        _run(
+            [gcc, "-E", "-P", "-x", "c", *build._memory_defines(core), template, "-o", str(script)],
+            "linker script",
+        )
+        startup = staging / "startup.o"
+        log = _run(
+            [gcc, *build._cflags(board), "-c", str(KERNELS_C / BOARD_CODE), "-o", str(startup)],
+            "board code",
+        )
+        sources = sorted(
+            str(p)
+            for d in build.SOURCE_DIRS
+            for p in (KERNELS_C / d).rglob("*.c")
+            if p != KERNELS_C / BOARD_CODE
+        )
+        link = [
+            "-nostartfiles",
+            "-T",
+            str(script),
+            "-Wl,--gc-sections",
+            f"-Wl,-Map={staging / 'harness.map'}",
+        ]
+        log += _run(
+            [
+                gcc,
+                *build._cflags(core),
+                *sources,
+                str(startup),
+                *link,
+                "-o",
+                str(staging / "harness.elf"),
+            ],
+            "compiling the harness",
+        )
+        (staging / "build.log").write_text(log)
+
+    build.build_once(final, "harness.elf", make, force=force)
     return Harness(core=core, elf=final / "harness.elf", key=key, warnings=(final / "build.log").read_text())
 
 
