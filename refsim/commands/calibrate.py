@@ -389,6 +389,33 @@ def refit_document(document: Mapping[str, Any]) -> dict:
     )
 
 
+def merge_remeasured(shipped: Mapping[str, Any], partial: Mapping[str, Any]) -> dict:
+    """``shipped`` with the functions ``partial`` (a ``--kernel`` run) measured replaced by its
+    entries, so re-measuring one function keeps every other function's data; the file keeps its
+    provenance, and the re-measurement is recorded under ``provenance["remeasured"]``."""
+    if (shipped.get("library"), shipped.get("core")) != (partial["library"], partial["core"]):
+        raise RefsimError(
+            f"calibrate --kernel: {shipped.get('library')}/{shipped.get('core')} is not "
+            f"{partial['library']}/{partial['core']}"
+        )
+    merged = dict(shipped)
+    merged["functions"] = dict(sorted({**shipped["functions"], **partial["functions"]}.items()))
+    prov = dict(shipped["provenance"])
+    new = partial["provenance"]
+    prov["remeasured"] = [
+        *prov.get("remeasured", ()),
+        {"functions": sorted(partial["functions"]), "date": new["date"], "command": new["command"]},
+    ]
+    for key in ("library_commit", "gcc", "qemu", "llvm_mca", "flags", "cycles_source"):
+        if new.get(key) != prov.get(key):
+            raise RefsimError(
+                f"calibrate --kernel: the shipped {shipped['library']}/{shipped['core']} was measured with "
+                f"{key} {prov.get(key)!r}, this run with {new.get(key)!r}; re-measure every function"
+            )
+    merged["provenance"] = prov
+    return merged
+
+
 def _record_id(shape: Mapping[str, Any]) -> str:
     return json.dumps(dict(shape), sort_keys=True)
 
@@ -474,6 +501,8 @@ def calibrate(
         else:
             document = calibrate_core(core, library=name, kernels_dir=kernels_dir, only=kernel, argv=argv)
         path = calibration.path_for(name, core, out_dir)
+        if kernel and not refit and path.is_file():
+            document = merge_remeasured(json.loads(path.read_text()), document)
         calibration.write(document, path)
         for key, entry in document["functions"].items():
             err = entry["error"]

@@ -192,3 +192,31 @@ def test_cmsis_nn_calibration_regenerates(tmp_path: Path):
         old = json.loads(shipped.read_text())
         for key in SUBSET:
             assert doc["functions"][key]["fit"] == old["functions"][key]["fit"], key
+
+
+def _doc(functions, **prov):
+    base = {"library_commit": "c1", "gcc": "g", "qemu": "q", "llvm_mca": "m", "flags": "f",
+            "cycles_source": "s", "command": "refsim calibrate", "date": "2026-01-01"}  # fmt: skip
+    return {
+        "library": "kernels_c",
+        "core": "cortex-m4",
+        "provenance": {**base, **prov},
+        "functions": functions,
+    }
+
+
+def test_kernel_remeasure_merges_into_the_shipped_file():
+    from refsim.commands.calibrate import merge_remeasured
+    from refsim.errors import RefsimError
+
+    shipped = _doc({"a": 1, "b": 2})
+    merged = merge_remeasured(
+        shipped, _doc({"b": 3}, date="2026-12-01", command="refsim calibrate --kernel b")
+    )
+    assert merged["functions"] == {"a": 1, "b": 3}
+    assert merged["provenance"]["date"] == "2026-01-01"
+    assert merged["provenance"]["remeasured"] == [
+        {"functions": ["b"], "date": "2026-12-01", "command": "refsim calibrate --kernel b"}
+    ]
+    with pytest.raises(RefsimError, match="library_commit"):
+        merge_remeasured(shipped, _doc({"b": 3}, library_commit="c2"))
