@@ -209,17 +209,22 @@ def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None =
         nbytes, what = _library_code(kernels_dir, entries)
         lines.append(Line("flash", name, nbytes, f"--kernels-dir: text of {what} for {', '.join(entries)}"))
     else:
-        from refsim.qemu.build import build_harness  # builds on first use
+        from isa_models.cores import get_core_model
         from refsim.qemu.errors import QemuError
+        from refsim.qemu.timing import harness_for, qemu_core_for  # builds on first use
 
+        # The core's own code path: an ARMv6-M build for the M0+, the M55's MVE build for the M85
+        # (gcc 12.2 has no -mcpu=cortex-m85; the same MVE source is what it would compile).
+        model = get_core_model(core)
+        target = core if model.gcc_mcpu == core else f"{core} (code built with -mcpu={model.gcc_mcpu})"
         try:
             if kernels_dir is None:
-                harness, built = build_harness(core), f"kernels_c for {core}"
+                harness, built = harness_for(model), f"kernels_c for {target}"
             else:
                 from refsim.qemu.conformance import build_library_harness
 
-                harness, _ = build_library_harness(core, kernels_dir)
-                built = f"--kernels-dir {kernels_dir} built for {core}"
+                harness, _ = build_library_harness(qemu_core_for(model), kernels_dir)
+                built = f"--kernels-dir {kernels_dir} built for {target}"
         except QemuError as error:
             first = str(error).splitlines()[0]
             what = "kernels_c" if kernels_dir is None else f"--kernels-dir {kernels_dir}"

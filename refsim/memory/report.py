@@ -9,7 +9,6 @@ from refsim.memory.lines import Line, total, unmeasured
 from refsim.memory.ram import ram_lines
 from refsim.memory.sizes import runtime_sizes
 from refsim.pte import model as m
-from refsim.qemu.cores import CORES
 from refsim.runtime.program import Method, Program
 from refsim.runtime.tensor import TensorRef
 
@@ -34,10 +33,11 @@ def memory_report(
     program: Program, path: Path, method_name: str, cpu: str, kernels_dir: Path | None = None
 ) -> dict:
     """RAM and flash lines (``section``, ``name``, ``bytes``, ``source``, ``part_of``) and totals."""
+    from isa_models.cores import CORE_MODELS
     from refsim.errors import UnsupportedError
 
-    if cpu not in CORES:
-        raise UnsupportedError(f"memory: unknown --cpu {cpu!r}; expected one of {', '.join(CORES)}")
+    if cpu not in CORE_MODELS:
+        raise UnsupportedError(f"memory: unknown --cpu {cpu!r}; expected one of {', '.join(CORE_MODELS)}")
     method = program.method(method_name)
     plan = method.plan
     ops = [

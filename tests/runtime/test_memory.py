@@ -182,11 +182,15 @@ def test_kernel_code_without_tools_says_so(monkeypatch):
 
 
 @pytest.mark.skipif(not HAVE_ARM, reason="arm-none-eabi toolchain not installed")
-@pytest.mark.parametrize("core", ["cortex-m55", "cortex-m4"])
+@pytest.mark.parametrize("core", ["cortex-m55", "cortex-m4", "cortex-m0plus", "cortex-m85"])
 def test_kernel_code_from_the_harness(core):
     lines = kernel_code_lines(["cortex_m::quantized_conv2d.out", "cortex_m::softmax.out"], core)
     whole, lower, *entries = lines
     assert whole.name == "CMSIS-NN kernel code" and whole.bytes > 0
+    built_for = {"cortex-m0plus": "for cortex-m0plus (-O2", "cortex-m85": "-mcpu=cortex-m55"}
+    assert built_for.get(core, f"for {core} (-O2") in whole.source
+    if core == "cortex-m0plus":  # the ARMv6-M build has only the scalar tier
+        assert lower.bytes == 0
     assert {e.name for e in entries} == {"arm_convolve_wrapper_s8", "arm_softmax_s8"}
     assert all(0 < e.bytes <= whole.bytes for e in entries)
     assert max(e.bytes for e in entries) < whole.bytes <= sum(e.bytes for e in entries)
@@ -274,17 +278,17 @@ def test_inspect_memory_bad_arguments_are_one_line(capsys, argv, fragment):
 
 
 def test_kernel_code_when_the_harness_cannot_build(monkeypatch):
-    import refsim.qemu.build as build
+    import refsim.qemu.timing as timing
     from refsim.qemu.errors import ToolchainMissingError
 
-    def fail(core):
+    def fail(model):
         raise ToolchainMissingError(
             "kernels_c: arm-none-eabi-gcc has no newlib", package="libnewlib-arm-none-eabi"
         )
 
     monkeypatch.setattr(flash_mod, "_binutil", lambda name: f"/usr/bin/arm-none-eabi-{name}")
     monkeypatch.setattr(flash_mod.shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(build, "build_harness", fail)
+    monkeypatch.setattr(timing, "harness_for", fail)
     (line,) = kernel_code_lines(["cortex_m::softmax.out"], "cortex-m4")
     assert line.bytes is None and "no newlib" in line.source
 
