@@ -17,7 +17,9 @@ from refsim.ops.registry import load_all
 @app.command()
 def inspect(
     model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program.")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the report as JSON to FILE ('-': print it instead).")
+    ] = None,
     isa: Annotated[str, typer.Option("--isa", help="Tier whose CMSIS-NN kernel choice to show.")] = "mve",
     memory: Annotated[
         bool, typer.Option("--memory", help="Whole-device RAM and flash on the 32-bit target, line by line.")
@@ -28,9 +30,6 @@ def inspect(
     kernels_dir: Annotated[
         Path | None,
         typer.Option("--kernels-dir", help="A kernel library (*.a/*.o) to measure instead of kernels_c."),
-    ] = None,
-    json_file: Annotated[
-        Path | None, typer.Option("--json-out", help="Also write the JSON report to FILE.")
     ] = None,
     plot_memory: Annotated[
         Path | None, typer.Option("--plot-memory", help="Draw the arena as a timeline into FILE.png.")
@@ -106,11 +105,14 @@ def inspect(
             add_memory(report, program, model, cpu, kernels_dir)
         if plot_memory is not None:
             report["memory_plots"] = [str(p) for p in plot_methods(report, program, plot_memory)]
-    if json_file is not None:
-        json_file.write_text(json.dumps(report, indent=2) + "\n")
-    if json_out:
+    if json_path is not None and str(json_path) == "-":
         print(json.dumps(report, indent=2))
         return
+    if json_path is not None:
+        try:
+            json_path.write_text(json.dumps(report, indent=2) + "\n")
+        except OSError as exc:
+            raise RefsimError(f"--json {json_path}: {exc.strerror or exc}") from None
     _print(report, isa)
     if memory:
         from refsim.memory.face import print_memory

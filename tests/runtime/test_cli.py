@@ -215,7 +215,7 @@ def test_unknown_isa_is_one_error_line(capsys):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_inspect_json_describes_the_bundled_model(capsys, name):
-    code, out, err = refsim(capsys, "inspect", MODELS_DIR / f"{name}.pte", "--json")
+    code, out, err = refsim(capsys, "inspect", MODELS_DIR / f"{name}.pte", "--json", "-")
     assert code == 0, err
     report = json.loads(out)
     summary = SUMMARY[name]
@@ -295,7 +295,7 @@ def test_inspect_describes_a_program_with_an_unsupported_op(capsys, tmp_path):
     assert UNSUPPORTED.qualified_name not in all_ops()
     path = tmp_path / "atan2.pte"
     path.write_bytes(unsupported_program())
-    code, out, err = refsim(capsys, "inspect", path, "--json")
+    code, out, err = refsim(capsys, "inspect", path, "--json", "-")
     assert code == 0, err
     (forward,) = json.loads(out)["methods"]
     assert forward["instructions"] == 2
@@ -321,7 +321,7 @@ def test_a_nan_zero_point_is_no_quantization(capsys, tmp_path):
         dataclasses.replace(pf.program, execution_plan=tuple(plans)), pf.constants(), path, segments=extra
     )
 
-    code, out, err = refsim(capsys, "inspect", path, "--json")
+    code, out, err = refsim(capsys, "inspect", path, "--json", "-")
     assert code == 0, err
     forward = next(meth for meth in json.loads(out)["methods"] if meth["name"] == "forward")
     assert forward["outputs"][0]["quantization"] is None
@@ -400,7 +400,7 @@ def test_corrupt_files_through_the_cli(capsys, tmp_path):
     commands = (
         ["run", "{path}", "-q"],
         ["run", "{path}", "--json", str(tmp_path / "r.json"), "--outputs", str(tmp_path / "o.npz"), "-q"],
-        ["inspect", "{path}", "--json"],
+        ["inspect", "{path}", "--json", "-"],
         ["inspect", "{path}"],
     )
     codes: Counter = Counter()

@@ -94,7 +94,9 @@ def test_run_and_inspect_json_carry_the_divergences(capsys, tmp_path):
     )
     assert code == 0, err
     ran = json.loads(report.read_text())["divergences"]
-    code, out, err = _refsim(capsys, "inspect", FIXTURES / "cm_conv_linear_m55.pte", "--isa", "dsp", "--json")
+    code, out, err = _refsim(
+        capsys, "inspect", FIXTURES / "cm_conv_linear_m55.pte", "--isa", "dsp", "--json", "-"
+    )
     assert code == 0, err
     (forward,) = [m for m in json.loads(out)["methods"] if m["name"] == "forward"]
     assert forward["divergences"] == ran and len(ran) == 2

@@ -243,7 +243,7 @@ def _cli(capsys, *argv):
 
 def test_inspect_memory_json_has_every_line(tmp_path, capsys):
     out = tmp_path / "kws.json"
-    code, _, _ = _cli(capsys, "inspect", MODELS_DIR / "kws.pte", "--memory", "--json-out", out)
+    code, _, _ = _cli(capsys, "inspect", MODELS_DIR / "kws.pte", "--memory", "--json", out)
     assert code == 0
     budget = json.loads(out.read_text())["methods"][0]["memory_budget"]
     lines = [Line(**ln) for ln in budget["lines"]]
@@ -268,6 +268,7 @@ def test_inspect_plot_memory_writes_a_png(tmp_path, capsys):
         (["--plot-memory", "x.svg"], ".png"),
         (["--plot-memory", "/nonexistent/dir/x.png"], "does not exist"),
         (["--memory", "--kernels-dir", "/nonexistent"], "not a directory"),
+        (["--memory", "--json", "/nonexistent/dir/x.json"], "--json /nonexistent/dir/x.json"),
     ],
 )
 def test_inspect_memory_bad_arguments_are_one_line(capsys, argv, fragment):

@@ -64,7 +64,7 @@ def test_program_loads_with_a_valid_plan(name):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_refsim_inspect(name, capsys):
-    assert cli_main(["inspect", str(MODELS_DIR / f"{name}.pte"), "--json"]) == 0
+    assert cli_main(["inspect", str(MODELS_DIR / f"{name}.pte"), "--json", "-"]) == 0
     report = json.loads(capsys.readouterr().out)
     methods = {m["name"]: m for m in report["methods"]}
     forward = methods["forward"]
