@@ -38,13 +38,30 @@ from isa_models.errors import UnknownNameError
 TIERS: tuple[str, ...] = ("scalar", "dsp", "mve")
 
 
+#: How far a fact's source was checked (``Source.status``):
+#: ``confirmed``  read in a public copy of the document (or of its vendor's code that encodes it), ``url``;
+#: ``corrected``  the value was changed to what that copy states (the old value in ``fact``);
+#: ``unverified`` entered from the named document without a copy at hand; no public copy was found;
+#: ``model``      refsim's own definition or assumption, no document states it.
+SOURCE_STATUSES: tuple[str, ...] = ("confirmed", "corrected", "unverified", "model")
+
+
 @dataclass(frozen=True)
 class Source:
-    """Where a fact comes from: a document and the section (or table) that states it."""
+    """Where a fact comes from: a document and the section (or table) that states it, how far
+    that was checked (:data:`SOURCE_STATUSES`), the public copy it was checked against, and the
+    table fields (``SystemPreset`` / ``CoreModel`` names) it backs."""
 
     document: str
     section: str
     fact: str
+    status: str = "unverified"
+    url: str = ""
+    fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        assert self.status in SOURCE_STATUSES, (self.document, self.status)
+        assert self.status not in ("confirmed", "corrected") or self.url, (self.document, "no url")
 
 
 @dataclass(frozen=True)
@@ -448,4 +465,4 @@ def get_core_model(name: str) -> CoreModel:
         raise UnknownNameError("core", name, tuple(CORE_MODELS)) from None
 
 
-__all__ = ["CORE_MODELS", "TIERS", "CoreModel", "Source", "get_core_model"]
+__all__ = ["CORE_MODELS", "SOURCE_STATUSES", "TIERS", "CoreModel", "Source", "get_core_model"]
