@@ -2,7 +2,10 @@
 
 Every timing figure is a named field with the Technical Reference Manual (TRM) section it
 comes from in ``sources``; where a TRM publishes no figure the field's comment says the value
-is a model assumption. The instruction-timed cycles (refsim/qemu/timing.py, docs/cost-model.md
+is a model assumption. ``Source.status`` says how far a source was checked
+(:data:`SOURCE_STATUSES`): the M3/M4 tables against public copies (``url``), the rest are
+``unverified`` (entered from the TRMs without a copy at hand; the M0+ TRM's table, the M7, M33,
+M55 and M85 TRMs had no public copy in reach). The instruction-timed cycles (refsim/qemu/timing.py, docs/cost-model.md
 "Instruction-timed cycles") time each executed block as
 
     cycles(block) = issue           llvm-mca's in-order/dual-issue schedule of the block's
@@ -38,13 +41,30 @@ from isa_models.errors import UnknownNameError
 TIERS: tuple[str, ...] = ("scalar", "dsp", "mve")
 
 
+#: How far a fact's source was checked (``Source.status``):
+#: ``confirmed``  read in a public copy of the document (or of its vendor's code that encodes it), ``url``;
+#: ``corrected``  the value was changed to what that copy states (the old value in ``fact``);
+#: ``unverified`` entered from the named document without a copy at hand; no public copy was found;
+#: ``model``      refsim's own definition or assumption, no document states it.
+SOURCE_STATUSES: tuple[str, ...] = ("confirmed", "corrected", "unverified", "model")
+
+
 @dataclass(frozen=True)
 class Source:
-    """Where a fact comes from: a document and the section (or table) that states it."""
+    """Where a fact comes from: a document and the section (or table) that states it, how far
+    that was checked (:data:`SOURCE_STATUSES`), the public copy it was checked against, and the
+    table fields (``SystemPreset`` / ``CoreModel`` names) it backs."""
 
     document: str
     section: str
     fact: str
+    status: str = "unverified"
+    url: str = ""
+    fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        assert self.status in SOURCE_STATUSES, (self.document, self.status)
+        assert self.status not in ("confirmed", "corrected") or self.url, (self.document, "no url")
 
 
 @dataclass(frozen=True)
@@ -201,7 +221,11 @@ CORE_MODELS: dict[str, CoreModel] = {
                     _M3_TRM,
                     "3.3 Instruction set summary, Table 3-1 Cortex-M3 instruction set summary",
                     "B 1+P (P pipeline refill, 1 to 3 by target alignment and width); LDR 2; "
-                    "LDM/STM 1+N; MUL 1; MLA/MLS 2",
+                    "LDM/STM 1+N; MUL 1; MLA/MLS 2 (checked in a public copy of the table: P's 1 to 3, "
+                    "MUL 1, MLA/MLS 2)",
+                    "confirmed",
+                    "https://os.mbed.com/media/uploads/4180_1/cortexm3_instructions.htm",
+                    ("taken_branch_refill", "multiply_cycles", "multiply_accumulate_cycles"),
                 ),
                 Source(_M3_TRM, "3.3.1 Load/store timings", _V7M_LOAD_STORE),
                 Source(_LLVM, "ARM.td cortex-m3", 'ProcessorModel<"cortex-m3", CortexM4Model>'),
@@ -241,11 +265,25 @@ CORE_MODELS: dict[str, CoreModel] = {
             mve_pair_overlap=False,
             sources=(
                 Source(
-                    _M4_TRM,
+                    _M4_TRM + "; TI SWCU192 Table 3-25 (the M4F TRM's table)",
                     "3.3.1 Cortex-M4 instruction set summary, Table 3-1",
-                    "B 1+P (P = 1..3 pipeline refill); LDR 2; LDM/STM 1+N; SMLAD/SMUAD/MLA 1; SXTB16 1",
+                    "B 1+P (P = 1..3 pipeline refill); LDR 2; LDM/STM 1+N; SMLAD/SMUAD/MLA 1; SXTB16 1 "
+                    "(checked: MUL, MLA, MLS and the long multiplies 1, divide 2 to 12)",
+                    "confirmed",
+                    "https://ti.com/document-viewer/lit/html/SWCU192/GUID-86361CC6-93E0-4EA8-90CF-AF757C93D80D",
+                    ("multiply_cycles", "multiply_accumulate_cycles"),
                 ),
-                Source(_M4_TRM, "3.3.2 Load/store timings", _V7M_LOAD_STORE),
+                Source(
+                    _M4_TRM + "; TI SWCU192 (the M4F TRM's load/store timings)",
+                    "3.3.2 Load/store timings",
+                    _V7M_LOAD_STORE + " (checked: STR Rx,[Ry,#imm] one cycle; LDRs pipelined when "
+                    "possible; the address-dependency stall; and LDR PC,[any] at least 2 for the load + 3 "
+                    "for the pipeline reload, where load_pc_refill takes 2: not changed, a timing change "
+                    "re-fits the calibrations)",
+                    "confirmed",
+                    "https://ti.com/document-viewer/lit/html/SWCU192/GUID-43FDD803-0838-46E1-A6C0-28C71F822F9C.html",
+                    ("store_cycles", "pipelined_load_cycles", "address_dependency_stall"),
+                ),
                 Source(_LLVM, "ARMScheduleM4.td", "in-order, 1 issue/cycle, loads latency 2, no LDM 1+N"),
             ),
         ),
@@ -382,6 +420,14 @@ CORE_MODELS: dict[str, CoreModel] = {
                     "Low Overhead Branch extension with a loop-branch cache",
                 ),
                 Source(
+                    "LLVM D66005 (ARM.td MVEVectorCostFactor)",
+                    "mve1beat / mve2beat / mve4beat subtarget features",
+                    "MVE instructions modelled as 2 beats per tick by default (cost factor 2)",
+                    "confirmed",
+                    "https://reviews.llvm.org/D66005",
+                    ("mve_beats_per_tick",),
+                ),
+                Source(
                     _LLVM,
                     "ARMScheduleM55.td",
                     "MVE instructions occupy their pipe 2 cycles; loads and MACs on separate resources "
@@ -448,4 +494,4 @@ def get_core_model(name: str) -> CoreModel:
         raise UnknownNameError("core", name, tuple(CORE_MODELS)) from None
 
 
-__all__ = ["CORE_MODELS", "TIERS", "CoreModel", "Source", "get_core_model"]
+__all__ = ["CORE_MODELS", "SOURCE_STATUSES", "TIERS", "CoreModel", "Source", "get_core_model"]

@@ -24,10 +24,17 @@ The timing layer (refsim/qemu/timing.py) charges, per executed block,
 Latency here means wait states added to a single-cycle access; SRAM and TCM are zero-wait on
 every preset unless stated.
 
-Provenance: the values were entered from the documents and sections named in ``sources``
-without a copy of them in the environment that wrote this table; a value the document does not
-state (MRAM wait states on the Alif E8, flash wait states behind the nRF5340's cache) is marked
-"model value" in its comment. Check a preset against its reference manual before relying on it.
+Provenance: every fact names its document and section (the tuples in isa_models/system_sources.py)
+and says how far it was checked (``Source.status``, isa_models/cores.py ``SOURCE_STATUSES``):
+``confirmed`` against a public copy (``url``: the reference manual's text, or the vendor's own
+code that encodes the manual's table, e.g. ST's HAL wait-state tables, Renesas FSP's
+``bsp_feature.h``), ``corrected`` to what that copy states (the old value in the fact),
+``unverified`` where no public copy was found (the value was entered from the named document
+without a copy at hand: check it before relying on it), ``model`` for refsim's own choices.
+``fields`` names the table fields a source backs; :func:`fact_status` gives a field's status.
+Wait states are in core clock cycles: where the flash runs on a slower bus clock (RA8D1: FLWT
+counts ICLK = CPUCLK / 2 cycles) the fact says how the core-cycle figure follows from the
+documented one.
 """
 
 from __future__ import annotations
@@ -36,9 +43,20 @@ from dataclasses import dataclass
 
 from isa_models.cores import CORE_MODELS, Source, get_core_model
 from isa_models.errors import UnknownNameError
+from isa_models.system_sources import SOURCES
 
 #: Memories a preset may place code, weights or activations in.
 MEMORIES: tuple[str, ...] = ("flash", "sram", "itcm", "dtcm", "mram")
+
+#: The fields of a preset that some source must back (``tcm_wait_states`` too when a TCM is used).
+FACT_FIELDS: tuple[str, ...] = (
+    "clock_mhz",
+    "flash_wait_states",
+    "flash_line_bytes",
+    "instruction_accelerator",
+    "data_cache_bytes",
+    "sram_wait_states",
+)
 
 
 @dataclass(frozen=True)
@@ -88,15 +106,17 @@ def _ideal(core: str) -> SystemPreset:
         data_cache_bytes=0,
         sram_wait_states=0,
         tcm_wait_states=0,
-        sources=(Source("refsim", "isa_models/systems.py", "every memory single cycle; 100 MHz nominal"),),
+        sources=(
+            Source(
+                "refsim",
+                "isa_models/systems.py",
+                "every memory single cycle; 100 MHz nominal",
+                "model",
+                fields=(*FACT_FIELDS, "tcm_wait_states"),
+            ),
+        ),
     )
 
-
-_RM0432 = "ST RM0432 Reference manual STM32L4+ Series"
-_RM0455 = "ST RM0455 Reference manual STM32H7A3/7B3/7B0"
-_RM0385 = "ST RM0385 Reference manual STM32F75xxx/STM32F74xxx"
-_RM0456 = "ST RM0456 Reference manual STM32U575/585"
-_RM0444 = "ST RM0444 Reference manual STM32G0x1"
 
 _PRESETS: tuple[SystemPreset, ...] = (
     SystemPreset(
@@ -114,18 +134,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         data_cache_bytes=0,
         sram_wait_states=0,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                "Arm AN547 Application Note (Arm Corstone SSE-300 with Cortex-M55 and Ethos-U55)",
-                "Overview; Clocks",
-                "FPGA system clock 32 MHz",
-            ),
-            Source(
-                "Arm Corstone SSE-300 Technical Reference Manual (101772)",
-                "Memory map overview",
-                "ITCM 512 KiB and DTCM 512 KiB zero wait state, 2 MiB SRAM (ISRAM0/1)",
-            ),
-        ),
+        sources=SOURCES["corstone-300"],
     ),
     SystemPreset(
         name="alif-e8",
@@ -135,25 +144,14 @@ _PRESETS: tuple[SystemPreset, ...] = (
         code_memory="itcm",
         weights_memory="mram",
         activations_memory="dtcm",
-        flash_wait_states=4,  # MRAM read at 400 MHz core clock through the AXI fabric (model value)
+        flash_wait_states=4,  # MRAM read at 400 MHz through the AXI fabric: no public figure found
         flash_line_bytes=16,
         instruction_accelerator=None,
         data_cache="M55 L1 D-cache 32 KiB",
         data_cache_bytes=32768,
         sram_wait_states=0,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                "Alif Ensemble E8 datasheet",
-                "Features; Application processing subsystems",
-                "Cortex-M55 High-Performance at up to 400 MHz with ITCM/DTCM; on-chip MRAM non-volatile memory",
-            ),
-            Source(
-                "Arm Cortex-M55 TRM (101051)",
-                "1.2 Features",
-                "L1 I-cache and D-cache 32 KiB each (configured)",
-            ),
-        ),
+        sources=SOURCES["alif-e8"],
     ),
     SystemPreset(
         name="nucleo-l4r5zi",
@@ -170,19 +168,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         data_cache_bytes=256,
         sram_wait_states=0,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                _RM0432,
-                "3.3.3 Read access latency, Table 12 Number of wait states according to CPU clock",
-                "5 WS at 120 MHz, range 1 boost mode",
-            ),
-            Source(
-                _RM0432,
-                "3.3.4 Adaptive real-time memory accelerator (ART Accelerator)",
-                "64-bit flash read, prefetch buffer, instruction cache and data cache",
-            ),
-            Source("ST DS12023 STM32L4R5xx datasheet", "Features", "Arm Cortex-M4 with FPU up to 120 MHz"),
-        ),
+        sources=SOURCES["nucleo-l4r5zi"],
     ),
     SystemPreset(
         name="nucleo-h7a3zi",
@@ -199,19 +185,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         data_cache_bytes=16384,
         sram_wait_states=0,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                _RM0455,
-                "4.3.8 FLASH read access latency, Table: FLASH recommended number of wait states",
-                "6 WS at 280 MHz (VOS0)",
-            ),
-            Source(
-                "ST DS13195 STM32H7A3xI/G datasheet",
-                "Features",
-                "Cortex-M7 up to 280 MHz, 16 KiB I-cache and 16 KiB D-cache, 64 KiB ITCM, 128 KiB DTCM, "
-                "128-bit flash word",
-            ),
-        ),
+        sources=SOURCES["nucleo-h7a3zi"],
     ),
     SystemPreset(
         name="disco-f746ng",
@@ -228,23 +202,7 @@ _PRESETS: tuple[SystemPreset, ...] = (
         data_cache_bytes=4096,
         sram_wait_states=0,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                _RM0385,
-                "3.3.2 Read access latency, Table 5 Number of wait states according to CPU clock",
-                "7 WS at 216 MHz, 2.7-3.6 V",
-            ),
-            Source(
-                _RM0385,
-                "3.3.3 Flash memory accelerator (ART)",
-                "128-bit flash read over ITCM, ART with prefetch and 64 lines of 128 bits",
-            ),
-            Source(
-                "ST DS10916 STM32F745xx/746xx datasheet",
-                "Features",
-                "Cortex-M7 up to 216 MHz, 4 KiB I-cache and D-cache, 64 KiB DTCM, 16 KiB ITCM",
-            ),
-        ),
+        sources=SOURCES["disco-f746ng"],
     ),
     SystemPreset(
         name="nrf5340",
@@ -254,20 +212,14 @@ _PRESETS: tuple[SystemPreset, ...] = (
         code_memory="flash",
         weights_memory="flash",
         activations_memory="sram",
-        flash_wait_states=3,  # model value at 128 MHz; the PS states cache-hit single cycle
+        flash_wait_states=5,
         flash_line_bytes=16,
         instruction_accelerator="CACHE: 8 KiB instruction/data cache",
         data_cache="CACHE: 8 KiB instruction/data cache (shared)",
         data_cache_bytes=8192,
         sram_wait_states=0,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                "Nordic nRF5340 Product Specification v1.x",
-                "Application core; CACHE — Instruction and data cache",
-                "Cortex-M33 at 64 or 128 MHz, 1 MiB flash, 512 KiB RAM, 8 KiB 2-way cache",
-            ),
-        ),
+        sources=SOURCES["nrf5340"],
     ),
     SystemPreset(
         name="ek-ra6m4",
@@ -279,26 +231,12 @@ _PRESETS: tuple[SystemPreset, ...] = (
         activations_memory="sram",
         flash_wait_states=3,
         flash_line_bytes=16,
-        instruction_accelerator="FCACHE flash cache + prefetch buffer",
+        instruction_accelerator="FCACHE flash cache + CM33 C-cache",
         data_cache=None,
         data_cache_bytes=0,
-        sram_wait_states=0,
+        sram_wait_states=1,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                "Renesas RA6M4 Group User's Manual: Hardware",
-                "Memory Wait Cycle Control Register for Code Flash (FLWT)",
-                "3 wait cycles for ICLK above 150 MHz up to 200 MHz",
-            ),
-            Source(
-                "Renesas RA6M4 Group User's Manual: Hardware",
-                "Flash Cache (FCACHE)",
-                "flash cache and prefetch buffer for code flash",
-            ),
-            Source(
-                "MLPerf Tiny v1.x results (REFERENCE.md section 4)", "EK-RA6M4 row", "Cortex-M33 at 200 MHz"
-            ),
-        ),
+        sources=SOURCES["ek-ra6m4"],
     ),
     SystemPreset(
         name="nucleo-u575zi",
@@ -311,20 +249,11 @@ _PRESETS: tuple[SystemPreset, ...] = (
         flash_wait_states=4,
         flash_line_bytes=16,
         instruction_accelerator="ICACHE 8 KiB",
-        data_cache="DCACHE 4 KiB",
-        data_cache_bytes=4096,
+        data_cache="ICACHE 8 KiB (C-bus: code and constant data from internal flash)",
+        data_cache_bytes=8192,
         sram_wait_states=0,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                _RM0456,
-                "7.3.3 Read access latency, Table: Number of wait states according to CPU clock",
-                "4 WS at 160 MHz, range 1",
-            ),
-            Source(
-                _RM0456, "8 Instruction cache (ICACHE); 9 Data cache (DCACHE)", "8 KiB ICACHE, 4 KiB DCACHE"
-            ),
-        ),
+        sources=SOURCES["nucleo-u575zi"],
     ),
     SystemPreset(
         name="ek-ra8d1",
@@ -334,28 +263,14 @@ _PRESETS: tuple[SystemPreset, ...] = (
         code_memory="flash",
         weights_memory="flash",
         activations_memory="sram",
-        flash_wait_states=5,
+        flash_wait_states=9,
         flash_line_bytes=32,
         instruction_accelerator="Cortex-M85 L1 I-cache 32 KiB",
         data_cache="Cortex-M85 L1 D-cache 32 KiB",
         data_cache_bytes=32768,
-        sram_wait_states=0,
+        sram_wait_states=2,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                "Renesas RA8D1 Group User's Manual: Hardware",
-                "Code flash wait cycles (FLWT)",
-                "wait cycles for code flash at 480 MHz CPU clock",
-            ),
-            Source(
-                "Renesas RA8D1 datasheet",
-                "Features",
-                "Cortex-M85 at 480 MHz, 32 KiB I-cache and D-cache, 128 KiB ITCM and DTCM",
-            ),
-            Source(
-                "MLPerf Tiny v1.x results (REFERENCE.md section 4)", "EK-RA8D1 row", "Cortex-M85 at 480 MHz"
-            ),
-        ),
+        sources=SOURCES["ek-ra8d1"],
     ),
     SystemPreset(
         name="nucleo-g0b1re",
@@ -367,23 +282,12 @@ _PRESETS: tuple[SystemPreset, ...] = (
         activations_memory="sram",
         flash_wait_states=2,
         flash_line_bytes=8,
-        instruction_accelerator="prefetch buffer + instruction cache (2 lines of 64 bits)",
+        instruction_accelerator="prefetch buffer + instruction cache",
         data_cache=None,
         data_cache_bytes=0,
         sram_wait_states=0,
         tcm_wait_states=0,
-        sources=(
-            Source(
-                _RM0444,
-                "3.3.4 Read access latency, Table: Number of wait states according to flash clock",
-                "2 WS for 48 < HCLK <= 64 MHz, range 1",
-            ),
-            Source(
-                _RM0444,
-                "3.3.5 Flash prefetch and cache",
-                "64-bit reads, prefetch buffer and instruction cache",
-            ),
-        ),
+        sources=SOURCES["nucleo-g0b1re"],
     ),
 )
 
@@ -400,6 +304,23 @@ def get_system(name: str) -> SystemPreset:
         raise UnknownNameError("system", name, tuple(SYSTEMS)) from None
 
 
+def fact_status(preset: SystemPreset, field: str) -> str:
+    """How far ``field`` of ``preset`` was checked: the best status among the sources backing it
+    (``confirmed`` or ``corrected`` over ``model`` over ``unverified``); ``unverified`` if none does."""
+    statuses = {s.status for s in preset.sources if field in s.fields}
+    for status in ("corrected", "confirmed", "model"):
+        if status in statuses:
+            return status
+    return "unverified"
+
+
+def required_fields(preset: SystemPreset) -> tuple[str, ...]:
+    """The fields some source of ``preset`` must back."""
+    memories = (preset.code_memory, preset.weights_memory, preset.activations_memory)
+    tcm = ("tcm_wait_states",) if any(m in ("itcm", "dtcm") for m in memories) else ()
+    return FACT_FIELDS + tcm
+
+
 def systems_for(core: str) -> tuple[SystemPreset, ...]:
     """Every preset built on ``core``."""
     get_core_model(core)
@@ -411,8 +332,20 @@ def _check() -> None:
         get_core_model(preset.core)
         for memory in (preset.code_memory, preset.weights_memory, preset.activations_memory):
             assert memory in MEMORIES, (preset.name, memory)
+        backed = {f for s in preset.sources for f in s.fields}
+        assert backed <= set(FACT_FIELDS) | {"tcm_wait_states"}, (preset.name, backed)
+        assert set(required_fields(preset)) <= backed, (preset.name, set(required_fields(preset)) - backed)
 
 
 _check()
 
-__all__ = ["MEMORIES", "SYSTEMS", "SystemPreset", "get_system", "systems_for"]
+__all__ = [
+    "FACT_FIELDS",
+    "MEMORIES",
+    "SYSTEMS",
+    "SystemPreset",
+    "fact_status",
+    "get_system",
+    "required_fields",
+    "systems_for",
+]
