@@ -138,6 +138,7 @@ _TRANSPOSE_KEYS = ("call", "copy", "rows_2d", "elements_2d", "columns", "gathers
                    *(f"{k}{r}" for r in ("_3d", "") for k in ("planes", "rows", "elements", "unit_rows",
                                                              "unit_long", "unit_vector_rows", "unit_vectors", "unit_words", "unit_bytes")))  # fmt: skip
 _V6M_KEYS = tuple(f"unit_tails{r}" for r in ("_3d", ""))
+_MVE_KEYS = (*_V6M_KEYS, *(f"unit_short_rest{r}" for r in ("_3d", "")))
 
 
 def _offset_classes(extents: list[int], src: list[int], dst: list[int]) -> dict[tuple[int, int], int]:
@@ -182,9 +183,13 @@ def _transpose_features(p: Params, tier: str, arch: str | None = None) -> Featur
     (n, h) plane: columns = n·h·c, gathers = n·h·c·ceil(w/8). The element nest's inner loop
     has a unit-stride version when the last input axis stays last (GCC -O3's loop versioning
     for strides, read from the -Ofast build): a row of ``r > 6`` bytes copies ``r // 4`` words
-    and ``r % 4`` bytes, a shorter row ``r`` bytes (``unit_rows`` rows, ``unit_words``,
-    ``unit_bytes``; on MVE 16-byte vector trips for rows over 14 bytes, then an 8-byte step,
-    then bytes: ``unit_vectors``, ``unit_words``, ``unit_bytes``). ARMv6-M has no unaligned
+    and ``r % 4`` bytes, a shorter row ``r`` bytes (``unit_rows`` rows, ``unit_long``,
+    ``unit_words``, ``unit_bytes``). On MVE a row of ``r >= 8`` bytes (``unit_long``) runs
+    ``⌊r/16⌋`` 16-byte vector trips (``unit_vectors``, their loop set-up ``unit_vector_rows``),
+    one 8-byte step when ``r mod 16 >= 8`` (``unit_words``), then ``r mod 8`` unrolled bytes
+    (``unit_tails``); after vector trips a remainder of 1-7 bytes branches past the 8-byte step
+    (``unit_short_rest``); a row of ``r <= 7`` is a low-overhead byte loop (``unit_bytes``
+    = r per row). ARMv6-M has no unaligned
     LDR/STR, so its build takes the word version only for a row of ``r >= 8`` bytes whose input
     and output addresses are both word aligned (``unit_long`` = A such rows,
     :func:`_aligned_rows`): ``unit_words`` = A·⌊r/4⌋, the unrolled tail ``unit_tails`` =
@@ -193,7 +198,7 @@ def _transpose_features(p: Params, tier: str, arch: str | None = None) -> Featur
     nd, shape, perm = _transpose_axes(p)
     n, h, w, c = (*shape, 1, 1, 1)[:4]
     v6m = arch == "armv6-m" and tier != "mve"
-    f = dict.fromkeys(_TRANSPOSE_KEYS + (_V6M_KEYS if v6m else ()), 0.0)
+    f = dict.fromkeys(_TRANSPOSE_KEYS + (_MVE_KEYS if tier == "mve" else _V6M_KEYS if v6m else ()), 0.0)
     f["call"] = 1.0
     total = n * h * w * c
     mve = tier == "mve"
@@ -240,18 +245,20 @@ def _element_rows(
         f["unit_tails" + rank] = float(long * (run % 4))
         f["unit_bytes" + rank] = float((rows - long) * run)
         return
-    f["unit_long" + rank] = float(rows if run > 6 else 0)  # the word/vector version's set-up
-    if mve:  # GCC's MVE version: 16-byte vector trips (rows over 14 bytes), an 8-byte step, bytes
-        vectors = run // 16 if run > 14 else 0
-        rest = run - 16 * vectors
-        chunks = rest // 8 if run > 6 else 0
+    if mve:  # GCC's MVE version (rows of 8 bytes or more): 16-byte vector trips, an 8-byte
+        # step when 8 or more bytes remain, then up to 7 unrolled bytes; shorter rows a byte loop
+        long = run >= 8
+        vectors = run // 16
+        f["unit_long" + rank] = float(rows if long else 0)
         f["unit_vectors" + rank] = float(rows * vectors)
         f["unit_vector_rows" + rank] = float(rows if vectors else 0)
-        f["unit_words" + rank], f["unit_bytes" + rank] = (
-            float(rows * chunks),
-            float(rows * (rest - 8 * chunks)),
-        )
+        f["unit_words" + rank] = float(rows if long and run % 16 >= 8 else 0)
+        # a remainder of 1-7 bytes after the vector trips branches past the 8-byte step
+        f["unit_short_rest" + rank] = float(rows if vectors and 0 < run % 16 < 8 else 0)
+        f["unit_tails" + rank] = float(rows * (run % 8) if long else 0)
+        f["unit_bytes" + rank] = float(0 if long else rows * run)
         return
+    f["unit_long" + rank] = float(rows if run > 6 else 0)  # the word version's set-up
     words = run // 4 if run > 6 else 0
     f["unit_words" + rank], f["unit_bytes" + rank] = float(rows * words), float(rows * (run - 4 * words))
 

@@ -102,8 +102,19 @@ class ByteOps:
         self.mve = tier == "mve"
         self.v6m = arch == "armv6-m" and not self.mve
         self.skip_empty = skip_empty
-        copies = (("copy_calls", "copy_long", "copy_blocks", "copy_step_loops", "copy_steps", "copy_bytes") if self.v6m
-                  else ("copy_calls", "copy_short", "copy_blocks", "copy_quads", "copy_steps", "copy_tails", "copy_small"))
+        copies = (
+            ("copy_calls", "copy_long", "copy_blocks", "copy_step_loops", "copy_steps", "copy_bytes")
+            if self.v6m
+            else (
+                "copy_calls",
+                "copy_short",
+                "copy_blocks",
+                "copy_quads",
+                "copy_steps",
+                "copy_tails",
+                "copy_small",
+            )
+        )
         self.f: dict[str, float] = dict.fromkeys(
             (*copies, "set_calls", "set_empty", "set_long", "set_blocks", "set_steps", "set_bytes"), 0.0)  # fmt: skip
 
