@@ -95,14 +95,18 @@ def _max_pool_features(p: Params, tier: str) -> Features:
 def _kernels_c_features(p: Params, tier: str, lanes: int) -> Features:
     """kernels_c: :func:`_features` off MVE; on MVE per pixel ⌊C/λ⌋ full passes and one
     predicated tail pass (λ = 8 int16 lanes for the average, 16 for the maximum), each over the
-    valid rows and taps: passes, pass_rows, pass_taps (full), tail_taps."""
+    valid rows and taps: passes, pass_rows, pass_taps (full), tail_taps; the tail pass is its
+    own block (tail_passes = P when C mod λ > 0), the full passes' loop set-up runs per pixel
+    only when C >= λ (full_pixels: a C < λ layer goes straight to the tail), and each output
+    row (out_rows = N·OH) sets up its window rows and pointers once (read from the harness disassembly)."""
     if tier != "mve":
         return _features(p, tier)
     pixels, c, rows, taps = _window(p)
     full, tail = c // lanes, int(c % lanes != 0)
-    return {"call": 1.0, "pixels": float(pixels), "passes": float(pixels * (full + tail)),
-            "pass_rows": float(rows * (full + tail)), "pass_taps": float(taps * full),
-            "tail_taps": float(taps * tail)}  # fmt: skip
+    o = dims(p, "output_dims")
+    return {"call": 1.0, "out_rows": float(o.n * o.h), "pixels": float(pixels), "full_pixels": float(pixels if full else 0),
+            "passes": float(pixels * (full + tail)), "tail_passes": float(pixels * tail), "pass_rows": float(rows * (full + tail)),
+            "pass_taps": float(taps * full), "tail_taps": float(taps * tail)}  # fmt: skip
 
 
 def macs(p: Params) -> int:
