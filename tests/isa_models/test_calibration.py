@@ -123,6 +123,7 @@ def test_held_out_error_is_recorded(library, core):
 
 #: Files whose every function meets the target on every held-out shape: a regression there fails.
 MEETS_TARGET = {
+    ("cmsis-nn", "cortex-m0plus"),
     ("cmsis-nn", "cortex-m3"),
     ("cmsis-nn", "cortex-m4"),
     ("cmsis-nn", "cortex-m33"),
