@@ -92,7 +92,9 @@ class ByteOps:
     (copy_long) copies 16-byte blocks (copy_blocks), then words (copy_steps, the word loop's
     set-up copy_step_loops when it runs), then ``n mod 4`` bytes through the same byte loop.
     Its memset has the Thumb-2 one's shape (byte head to alignment, 16-byte blocks, words,
-    bytes), so fills are counted alike.
+    bytes) with its own loops: head bytes (set_head, a 7-instruction loop) apart from the tail
+    bytes (set_bytes, 4 instructions each), the fill word built once 4+ bytes remain
+    (set_words), the word loop's set-up when it runs (set_step_loops).
     MVE (``arm_memcpy_s8`` / ``arm_memset_s8``, kernels_c's ``nn_copy_s8_mve``): one tail-
     predicated WLSTP loop of 16 bytes per trip. ``skip_empty``: the caller skips 0-byte calls
     (kernels_c) rather than making them (CMSIS-NN calls arm_memset_s8 with 0 bytes too).
@@ -115,8 +117,10 @@ class ByteOps:
                 "copy_small",
             )
         )
-        self.f: dict[str, float] = dict.fromkeys(
-            (*copies, "set_calls", "set_empty", "set_long", "set_blocks", "set_steps", "set_bytes"), 0.0)  # fmt: skip
+        sets = ("set_calls", "set_empty", "set_long", "set_blocks", "set_steps", "set_bytes")
+        if self.v6m:
+            sets = (*sets, "set_head", "set_words", "set_step_loops")
+        self.f: dict[str, float] = dict.fromkeys((*copies, *sets), 0.0)
 
     def copy(self, n: int, dst: int, src: int, times: int = 1) -> None:
         if n <= 0 and self.skip_empty:
@@ -164,6 +168,13 @@ class ByteOps:
             return
         head = min((4 - dst % 4) % 4, n)
         m = n - head
+        if self.v6m:  # a 7-instruction head loop, a 4-instruction tail loop
+            words = (m % 16) // 4 if m >= 4 else 0
+            for name, v in (("set_head", head), ("set_words", int(m >= 4)), ("set_long", int(m >= 16)),
+                            ("set_blocks", m // 16), ("set_step_loops", int(words > 0)), ("set_steps", words),
+                            ("set_bytes", m % 4 if m >= 4 else m)):  # fmt: skip
+                f[name] += times * v
+            return
         if m < 4:
             f["set_bytes"] += times * n
             return

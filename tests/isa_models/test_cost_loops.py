@@ -31,6 +31,20 @@ def test_armv6m_memcpy_is_a_byte_loop_unless_long_and_word_aligned():
     assert _copy(39, arch="armv7-m") == _copy(39, arch=None)
 
 
+def _fill(n: int, dst: int) -> dict[str, float]:
+    ops = ByteOps("scalar", skip_empty=False, arch="armv6-m")
+    ops.fill(n, dst)
+    return {k: v for k, v in ops.f.items() if v}
+
+
+def test_armv6m_memset_counts_head_and_tail_bytes_apart():
+    assert _fill(23, 1) == {"set_calls": 1, "set_head": 3, "set_words": 1, "set_long": 1, "set_blocks": 1,
+                            "set_step_loops": 1, "set_steps": 1}  # fmt: skip
+    assert _fill(2, 1) == {"set_calls": 1, "set_head": 2}  # the head loop runs out first
+    assert _fill(3, 0) == {"set_calls": 1, "set_bytes": 3}  # aligned, under a word: the tail loop
+    assert _fill(0, 1) == {"set_calls": 1, "set_empty": 1}
+
+
 def test_the_core_picks_the_memcpy_the_features_count():
     pad = layout.FORMULAS["arm_pad_s8"]
     p = layout.pad_params((1, 4, 5, 3), (0, 1, 0, 0), (0, 1, 0, 0))  # rows of 15 bytes at offsets 15·k
