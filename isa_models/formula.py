@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from isa_models.shapes import Params
 
@@ -38,10 +39,19 @@ class Formula:
     #: ``(library, features)`` pairs for a library whose implementation loops differently from
     #: CMSIS-NN's (kernels_c's planned transpose); ``features`` is the real CMSIS-NN's.
     library_features: tuple[tuple[str, Callable[[Params, str], Features]], ...] = ()
+    #: The features depend on the core's architecture, not only its tier, because the code the
+    #: kernel links differs (newlib's ARMv6-M memcpy): the feature functions take ``arch=``.
+    by_arch: bool = False
 
-    def features_for(self, library: str | None) -> Callable[[Params, str], Features]:
-        """The feature function for ``library`` (None or a library without its own: CMSIS-NN's)."""
-        return dict(self.library_features).get(library or "", self.features)
+    def features_for(self, library: str | None, core: str | None = None) -> Callable[[Params, str], Features]:
+        """The feature function for ``library`` (None or a library without its own: CMSIS-NN's)
+        on ``core`` (None: the tier's ARMv7-M/ARMv8-M code)."""
+        features = dict(self.library_features).get(library or "", self.features)
+        if not self.by_arch or core is None:
+            return features
+        from isa_models.cores import get_core_model
+
+        return partial(features, arch=get_core_model(core).arch)
 
     def evaluate(self, coefficients: Mapping[str, float], features: Features) -> float:
         return sum(coefficients.get(name, 0.0) * x for name, x in features.items())

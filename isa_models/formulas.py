@@ -84,12 +84,15 @@ class Call:
     bytes_written: int
 
 
-def describe_call(function: str, params: Params, tier: str, library: str | None = None) -> Call:
-    """The routed call with ``library``'s features (default: the real CMSIS-NN's loops)."""
+def describe_call(
+    function: str, params: Params, tier: str, library: str | None = None, core: str | None = None
+) -> Call:
+    """The routed call with ``library``'s features (default: the real CMSIS-NN's loops) on
+    ``core`` (features that depend on the architecture: :attr:`Formula.by_arch`)."""
     key = route(function, params, tier)
     formula = FORMULAS[key]
     read, written = formula.bytes(params)
-    features = formula.features_for(library)(params, tier)
+    features = formula.features_for(library, core)(params, tier)
     return Call(function, key, features, formula.macs(params), read, written)
 
 
@@ -135,7 +138,7 @@ def estimate_call(
             f"{calibration.library} calibration for {core} has no fit for {key} "
             f"(routed from {function}); regenerate it with `refsim calibrate --cpu {core}`"
         )
-    call = describe_call(function, params, tier, used)  # the features of the fitted library's loops
+    call = describe_call(function, params, tier, used, core)  # the features of the fitted library's loops
     return Cost(
         macs=call.macs,
         instructions=max(fit.evaluate("instructions", call.features), 0.0),

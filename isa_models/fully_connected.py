@@ -14,7 +14,9 @@ steps (``_vec_mat_kernels_c``)::
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
-arm_vector_sum_s8 (rows × cols): ``call``, ``outputs`` = rows, ``blocks`` = rows·⌊cols/L⌋.
+arm_vector_sum_s8 (rows × cols): ``call``, ``outputs`` = rows, ``blocks`` = rows·⌊cols/L⌋
+(MVE: rows·⌈cols/16⌉), ``k_tail`` = rows·(cols mod L) off MVE; CMSIS-NN's MVE loop sums five
+rows per pass, then one: ``tail_blocks`` = (rows mod 5)·⌈cols/16⌉ (:func:`_vsum_features`).
 """
 
 from __future__ import annotations
@@ -133,12 +135,22 @@ def _bmm_bytes(p: Params) -> tuple[int, int]:
     return lhs.n * lhs.h * lhs.w * lhs.c + rhs.n * rhs.h * rhs.w * rhs.c, groups * rows * c
 
 
-def _vsum_features(p: Params, tier: str) -> Features:
+def _vsum_features_kernels_c(p: Params, tier: str) -> Features:
     rows, cols = value(p, "vector_rows"), value(p, "vector_cols")
     lanes = BLOCKING[tier].reduce_lanes
     blocks = rows * (ceil_div(cols, lanes) if tier == "mve" else cols // lanes)
     tail = 0 if tier == "mve" else rows * (cols % lanes)
     return {"call": 1.0, "outputs": float(rows), "blocks": float(blocks), "k_tail": float(tail)}
+
+
+def _vsum_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_vector_sum_s8: kernels_c's features, and on MVE the rows five at a time
+    (one 16-column trip loads and sums five rows), then the ``rows mod 5`` rows one at a time,
+    each of their ⌈cols/16⌉ trips a whole loop pass for one row: tail_blocks = (rows mod 5)·⌈cols/16⌉."""
+    f = dict(_vsum_features_kernels_c(p, tier))
+    if tier == "mve":
+        f["tail_blocks"] = float((value(p, "vector_rows") % 5) * ceil_div(value(p, "vector_cols"), 16))
+    return f
 
 
 def _vsum_macs(p: Params) -> int:
@@ -159,7 +171,8 @@ FORMULAS: dict[str, Formula] = {
         Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_cmsis_features, _bmm_macs, _bmm_bytes,
                 "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_kernels_c_features),)),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
-                "kernel sums (ahead of time in ExecuTorch's MVE linear)"),
+                "kernel sums (ahead of time in ExecuTorch's MVE linear)",
+                library_features=(("kernels_c", _vsum_features_kernels_c),)),
     )
 }  # fmt: skip
 

@@ -69,15 +69,15 @@ def _avgpool_features(p: Params, tier: str) -> Features:
             "chunk_rows": float(rows * chunks), "chunk_taps": float(taps * chunks)}  # fmt: skip
 
 
-def _max_pool_features(p: Params, tier: str) -> Features:
+def _max_pool_features(p: Params, tier: str, arch: str | None = None) -> Features:
     """CMSIS-NN's arm_max_pool_s8: per pixel the first valid tap copied (``arm_memcpy_s8`` of
-    C bytes, :class:`isa_models.shapes.ByteOps`), every other valid tap a
+    C bytes, :class:`isa_models.shapes.ByteOps` for the core's architecture), every other valid tap a
     ``compare_and_replace_if_larger`` call (compares = T − P; MVE: ⌈C/16⌉ predicated vector
     passes, else ⌊C/4⌋ word passes of four byte compares + C mod 4 bytes), then one clamp
     over all P·C outputs (MVE: ⌈P·C/16⌉ passes, else ⌊P·C/4⌋ words + tail)."""
     pixels, c, rows, taps = _window(p)
     mve = tier == "mve"
-    ops = ByteOps(tier, skip_empty=False)
+    ops = ByteOps(tier, skip_empty=False, arch=arch)
     for r in range(4):  # output pixel r's copy lands at r·C (mod 4); its source alike
         times = len(range(r, pixels, 4))
         if times:
@@ -95,14 +95,18 @@ def _max_pool_features(p: Params, tier: str) -> Features:
 def _kernels_c_features(p: Params, tier: str, lanes: int) -> Features:
     """kernels_c: :func:`_features` off MVE; on MVE per pixel ⌊C/λ⌋ full passes and one
     predicated tail pass (λ = 8 int16 lanes for the average, 16 for the maximum), each over the
-    valid rows and taps: passes, pass_rows, pass_taps (full), tail_taps."""
+    valid rows and taps: passes, pass_rows, pass_taps (full), tail_taps; the tail pass is its
+    own block (tail_passes = P when C mod λ > 0), the full passes' loop set-up runs per pixel
+    only when C >= λ (full_pixels: a C < λ layer goes straight to the tail), and each output
+    row (out_rows = N·OH) sets up its window rows and pointers once (read from the harness disassembly)."""
     if tier != "mve":
         return _features(p, tier)
     pixels, c, rows, taps = _window(p)
     full, tail = c // lanes, int(c % lanes != 0)
-    return {"call": 1.0, "pixels": float(pixels), "passes": float(pixels * (full + tail)),
-            "pass_rows": float(rows * (full + tail)), "pass_taps": float(taps * full),
-            "tail_taps": float(taps * tail)}  # fmt: skip
+    o = dims(p, "output_dims")
+    return {"call": 1.0, "out_rows": float(o.n * o.h), "pixels": float(pixels), "full_pixels": float(pixels if full else 0),
+            "passes": float(pixels * (full + tail)), "tail_passes": float(pixels * tail), "pass_rows": float(rows * (full + tail)),
+            "pass_taps": float(taps * full), "tail_taps": float(taps * tail)}  # fmt: skip
 
 
 def macs(p: Params) -> int:
@@ -117,10 +121,11 @@ def nbytes(p: Params) -> tuple[int, int]:
 
 FORMULAS: dict[str, Formula] = {
     name: Formula(name, name, features, macs, nbytes, doc,
-                  library_features=(("kernels_c", lambda p, tier, lanes=lanes: _kernels_c_features(p, tier, lanes)),))
-    for name, features, lanes, doc in (
-        ("arm_avgpool_s8", _avgpool_features, 8, "sum of the valid window, rounded division by its size"),
-        ("arm_max_pool_s8", _max_pool_features, 16, "first tap copied, running maximum, clamp"),
+                  library_features=(("kernels_c", lambda p, tier, lanes=lanes, arch=None: _kernels_c_features(p, tier, lanes)),),
+                  by_arch=by_arch)
+    for name, features, lanes, by_arch, doc in (
+        ("arm_avgpool_s8", _avgpool_features, 8, False, "sum of the valid window, rounded division by its size"),
+        ("arm_max_pool_s8", _max_pool_features, 16, True, "first tap copied, running maximum, clamp"),
     )
 }  # fmt: skip
 

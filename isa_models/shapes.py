@@ -87,17 +87,40 @@ class ByteOps:
     then 4-byte steps (copy_steps) and a 1-3 byte tail; a misaligned ``n < 8`` copy is a byte loop. memset stores bytes
     up to a word-aligned destination, then 16-byte blocks, then 4-byte steps, then tail bytes.
     (``set_empty``: 0-byte calls, which return early; ``set_long``: the 16-byte loop's set-up.)
+    ARMv6-M (``arch="armv6-m"``: newlib's ``thumb/v6-m`` memcpy is its generic C one): an
+    ``n < 16`` or misaligned copy is a byte loop of ``n`` trips (copy_bytes); an aligned one
+    (copy_long) copies 16-byte blocks (copy_blocks), then words (copy_steps, the word loop's
+    set-up copy_step_loops when it runs), then ``n mod 4`` bytes through the same byte loop.
+    Its memset has the Thumb-2 one's shape (byte head to alignment, 16-byte blocks, words,
+    bytes) with its own loops: head bytes (set_head, a 7-instruction loop) apart from the tail
+    bytes (set_bytes, 4 instructions each), the fill word built once 4+ bytes remain
+    (set_words), the word loop's set-up when it runs (set_step_loops).
     MVE (``arm_memcpy_s8`` / ``arm_memset_s8``, kernels_c's ``nn_copy_s8_mve``): one tail-
     predicated WLSTP loop of 16 bytes per trip. ``skip_empty``: the caller skips 0-byte calls
     (kernels_c) rather than making them (CMSIS-NN calls arm_memset_s8 with 0 bytes too).
     """
 
-    def __init__(self, tier: str, skip_empty: bool) -> None:
+    def __init__(self, tier: str, skip_empty: bool, arch: str | None = None) -> None:
         self.mve = tier == "mve"
+        self.v6m = arch == "armv6-m" and not self.mve
         self.skip_empty = skip_empty
-        self.f: dict[str, float] = dict.fromkeys(
-            ("copy_calls", "copy_short", "copy_blocks", "copy_quads", "copy_steps", "copy_tails", "copy_small", "set_calls",
-             "set_empty", "set_long", "set_blocks", "set_steps", "set_bytes"), 0.0)  # fmt: skip
+        copies = (
+            ("copy_calls", "copy_long", "copy_blocks", "copy_step_loops", "copy_steps", "copy_bytes")
+            if self.v6m
+            else (
+                "copy_calls",
+                "copy_short",
+                "copy_blocks",
+                "copy_quads",
+                "copy_steps",
+                "copy_tails",
+                "copy_small",
+            )
+        )
+        sets = ("set_calls", "set_empty", "set_long", "set_blocks", "set_steps", "set_bytes")
+        if self.v6m:
+            sets = (*sets, "set_head", "set_words", "set_step_loops")
+        self.f: dict[str, float] = dict.fromkeys((*copies, *sets), 0.0)
 
     def copy(self, n: int, dst: int, src: int, times: int = 1) -> None:
         if n <= 0 and self.skip_empty:
@@ -106,6 +129,9 @@ class ByteOps:
         f["copy_calls"] += times
         if self.mve:
             f["copy_blocks"] += times * ceil_div(max(n, 0), 16)
+            return
+        if self.v6m:
+            self._copy_v6m(max(n, 0), dst, src, times)
             return
         if n < 8 and (dst | src) % 4:  # 1-3 bytes: a byte and a halfword; 4-7: n - 3 loop trips
             f["copy_short"] += times
@@ -118,6 +144,16 @@ class ByteOps:
         f["copy_quads"] += times * ((m % 64) // 16)
         f["copy_steps"] += times * ((m % 16) // 4)
         f["copy_tails"] += times * (m % 4 != 0)
+
+    def _copy_v6m(self, n: int, dst: int, src: int, times: int) -> None:
+        f = self.f
+        if n < 16 or (dst | src) % 4:
+            f["copy_bytes"] += times * n
+            return
+        words = (n % 16) // 4
+        for name, v in (("copy_long", 1), ("copy_blocks", n // 16), ("copy_step_loops", int(words > 0)),
+                        ("copy_steps", words), ("copy_bytes", n % 4)):  # fmt: skip
+            f[name] += times * v
 
     def fill(self, n: int, dst: int, times: int = 1) -> None:
         if n <= 0 and self.skip_empty:
@@ -132,6 +168,13 @@ class ByteOps:
             return
         head = min((4 - dst % 4) % 4, n)
         m = n - head
+        if self.v6m:  # a 7-instruction head loop, a 4-instruction tail loop
+            words = (m % 16) // 4 if m >= 4 else 0
+            for name, v in (("set_head", head), ("set_words", int(m >= 4)), ("set_long", int(m >= 16)),
+                            ("set_blocks", m // 16), ("set_step_loops", int(words > 0)), ("set_steps", words),
+                            ("set_bytes", m % 4 if m >= 4 else m)):  # fmt: skip
+                f[name] += times * v
+            return
         if m < 4:
             f["set_bytes"] += times * n
             return

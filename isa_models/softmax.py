@@ -9,6 +9,8 @@ built with it). Features (R rows of S elements, λ = 16 int8 lanes on MVE)::
     table_elements = R·S when the call tabulates exp per possible diff first (kernels_c does when
                      R·S exceeds the span of diffs that pass diff_min), table = that span
     blocks   = R·⌈S/λ⌉ on MVE (the vectorised max pass), 0 otherwise
+    kernels_c on MVE: exp_vectors / table_vectors = R·⌈S/4⌉ (four exponentials per vector) in
+    place of exp_elements / table_elements (:func:`_features_kernels_c`)
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 """
@@ -42,6 +44,21 @@ def _features(p: Params, tier: str) -> Features:
     }
 
 
+def _features_kernels_c(p: Params, tier: str) -> Features:
+    """kernels_c: :func:`_features` off MVE; its MVE softmax computes (or, tabulated, gathers)
+    four exponentials per loop trip, the row's last S mod 4 in one predicated block of the same
+    work after the loop: exp_vectors / table_vectors = R·⌈S/4⌉ in place of the per-element
+    counts."""
+    f = dict(_features(p, tier))
+    if tier != "mve":
+        return f
+    vectors = float(value(p, "num_rows") * ceil_div(value(p, "row_size"), 4))
+    tabulated = f.pop("table_elements") > 0
+    f.pop("exp_elements")
+    f["exp_vectors"], f["table_vectors"] = (0.0, vectors) if tabulated else (vectors, 0.0)
+    return f
+
+
 def _macs(p: Params) -> int:
     return value(p, "num_rows") * value(p, "row_size")
 
@@ -50,6 +67,7 @@ FORMULAS: dict[str, Formula] = {
     "arm_softmax_s8": Formula(
         "arm_softmax_s8", "arm_softmax_s8", _features, _macs, lambda p: (_macs(p), _macs(p)),
         "max, Σ exp(x - max), exp · reciprocal per element",
+        library_features=(("kernels_c", _features_kernels_c),),
     )
 }  # fmt: skip
 

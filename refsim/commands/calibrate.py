@@ -198,10 +198,10 @@ def measurer(core: str, harness: Any | None) -> tuple[Measure, str]:
 
 
 def sweep_calls(
-    tier: str, only: Sequence[str] | None = None, library: str | None = None
+    tier: str, only: Sequence[str] | None = None, library: str | None = None, core: str | None = None
 ) -> list[tuple[str, str, dict[str, int], bool]]:
     """(public function, formula key, shape, held out) for every sweep shape, narrowed to
-    ``only`` (formula keys, public functions or family names).
+    ``only`` (formula keys, public functions or family names), with ``core``'s features.
 
     Every :data:`HELD_OUT_EVERY`-th shape of a key is held out, unless it is the only shape that
     exercises one of the key's features (then the next shape is tried): the fit must see every
@@ -217,7 +217,7 @@ def sweep_calls(
             chosen.setdefault(key, []).append((function, shape))
     rows = []
     for key, calls in chosen.items():
-        features = [formulas.FORMULAS[key].features_for(library)(shape, tier) for _f, shape in calls]
+        features = [formulas.FORMULAS[key].features_for(library, core)(shape, tier) for _f, shape in calls]
         held: set[int] = set()
         want = len(calls) // HELD_OUT_EVERY
         for i in [*range(HELD_OUT_EVERY - 1, len(calls), HELD_OUT_EVERY), *range(len(calls))]:
@@ -324,7 +324,7 @@ def calibrate_core(
 
         harness, available = build_library_harness(qcore, kernels_dir)
     measure, source = measurer(model.name, harness)
-    rows = sweep_calls(model.tier, only, library)
+    rows = sweep_calls(model.tier, only, library, model.name)
     if available is not None:  # a library measures the functions it has (refsim_lut_s8 is ours)
         rows = [r for r in rows if r[0] in available]
     if not rows:
@@ -343,7 +343,7 @@ def calibrate_core(
         calibration.Measurement(
             key=key,
             shape={"function": function, **shape},
-            features=formulas.FORMULAS[key].features_for(library)(shape, model.tier),
+            features=formulas.FORMULAS[key].features_for(library, model.name)(shape, model.tier),
             instructions=ins,
             cycles=cyc,
             held_out=held,
@@ -361,7 +361,7 @@ def refit_document(document: Mapping[str, Any]) -> dict:
     repeatable); a sweep shape the file has not measured is an error (measure it: no --refit)."""
     from isa_models import calibration, formulas
 
-    library, tier = str(document["library"]), str(document["tier"])
+    library, tier, core = str(document["library"]), str(document["tier"]), str(document["core"])
     stored: dict[str, tuple[int, int]] = {}
     for entry in document["functions"].values():
         for record in entry["fit"] + entry["held_out"]:
@@ -369,13 +369,13 @@ def refit_document(document: Mapping[str, Any]) -> dict:
     measured_functions = {json.loads(k)["function"] for k in stored}
     measurements = []
     missing = []
-    for function, key, shape, held in sweep_calls(tier, None, library):
+    for function, key, shape, held in sweep_calls(tier, None, library, core):
         found = stored.get(_record_id({"function": function, **shape}))
         if found is None:
             if function in measured_functions:  # a function the library lacks is not measured at all
                 missing.append(f"{function} {dict(shape)}")
             continue
-        features = formulas.FORMULAS[key].features_for(library)(shape, tier)
+        features = formulas.FORMULAS[key].features_for(library, core)(shape, tier)
         measurements.append(
             calibration.Measurement(key, {"function": function, **shape}, features, *found, held_out=held)
         )

@@ -75,7 +75,7 @@ def test_formulas_reproduce_the_fit_records(library, core):
     for key, entry in document["functions"].items():
         for record in entry["fit"][:3]:
             shape = {k: v for k, v in record["shape"].items() if k != "function"}
-            got = formulas.FORMULAS[key].features_for(cal.library)(shape, cal.tier)
+            got = formulas.FORMULAS[key].features_for(cal.library, core)(shape, cal.tier)
             assert dict(got) == record["features"], key  # features are recomputed, not stored stale
             cost = estimate_call(record["shape"]["function"], shape, core, library=library)
             expected = cal.functions[key].evaluate("cycles", record["features"])
@@ -123,6 +123,7 @@ def test_held_out_error_is_recorded(library, core):
 
 #: Files whose every function meets the target on every held-out shape: a regression there fails.
 MEETS_TARGET = {
+    ("cmsis-nn", "cortex-m0plus"),
     ("cmsis-nn", "cortex-m3"),
     ("cmsis-nn", "cortex-m4"),
     ("cmsis-nn", "cortex-m33"),
