@@ -220,7 +220,8 @@ def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> di
                     for r in range(4):
                         if counts[r]:
                             ops.copy(f.c, dst, r, o.n * int(counts[r]))
-    return {k: v for k, v in ops.f.items() if v or k in ("copy_calls", "set_calls")}
+    rows = {"tap_rows": float(o.n * groups * o.h * o.w * f.h)}  # the per-(pixel, filter row) loop trips
+    return {**rows, **{k: v for k, v in ops.f.items() if v or k in ("copy_calls", "set_calls")}}
 
 
 def _cmsis_conv_features(p: Params, tier: str) -> Features:
