@@ -338,6 +338,8 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
                 "quad_tail": float(taps_q * tail), "single_taps": float(taps_s),
                 "single_blocks": float(taps_s * per_pass), "single_tail": float(taps_s * tail),
                 "outputs": float(o.n * o.h * o.w * (ceil_div(oc, 4) if tier == "mve" else oc))}  # fmt: skip
+    groups = quads + pairs + singles
+    features["oc_loops"] = float(n * i.h * groups * oc)  # per (input row, pixel group, output channel)
     return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"]}
 
 
