@@ -131,7 +131,7 @@ def _generic_features(p: Params, tier: str) -> Features:
         q = o.c // 4
         return {"call": 1.0, "tile_pixels": float(pixels), "tile_channels": float(pixels * i.c),
                 "tiles": float(pixels * q), "tile_rows": float(rows * q), "tile_taps": float(taps * q)}  # fmt: skip
-    out = {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c)}
+    out = {"call": 1.0, "pixels": float(pixels), "in_channels": float(pixels * i.c), "outputs": float(pixels * o.c)}
     return {**out, "out_rows": float(rows * o.c), "macs_valid": float(taps * o.c),
             "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0),
             "dilated_rows": float(rows * o.c if d.w > 1 or d.h > 1 else 0)}  # fmt: skip
