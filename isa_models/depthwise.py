@@ -227,7 +227,7 @@ def _kernels_c_ch1_features(p: Params, tier: str) -> Features:
 def _kernels_c_opt_features(p: Params, tier: str) -> Features:
     """kernels_c's _opt: on DSP its ch_mult 1 loops (:func:`_kernels_c_ch1_features`), else
     :func:`_features`."""
-    return _kernels_c_ch1_features(p, tier) if tier == "dsp" else _features(p, tier)
+    return _kernels_c_ch1_features(p, tier) if tier in ("scalar", "dsp") else _features(p, tier)
 
 
 def _kernels_c_features(p: Params, tier: str) -> Features:
@@ -239,7 +239,7 @@ def _kernels_c_features(p: Params, tier: str) -> Features:
     and taps."""
     mult = value(p, "ch_mult", 1)
     if mult == 1:
-        return _kernels_c_ch1_features(p, tier) if tier == "dsp" else _features(p, tier)
+        return _kernels_c_ch1_features(p, tier) if tier in ("scalar", "dsp") else _features(p, tier)
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     pixels = o.n * o.h * o.w
