@@ -224,10 +224,34 @@ def _kernels_c_ch1_features(p: Params, tier: str) -> Features:
             "tail_taps": float(all_taps * rest)}  # fmt: skip
 
 
+def _kernels_c_ch1_mve_features(p: Params, tier: str) -> Features:
+    """kernels_c's ch_mult 1 loops on MVE (src/depthwise_s8_mve.c ``dw_ch1_mve``): per pixel,
+    ⌊C/8⌋ int16-lane blocks (blocks8: bias, requantize and narrow per block), each over the
+    window's valid rows (row_blocks: a switch unrolled up to 3 taps; wider rows loop:
+    loop_taps) and taps (tap_blocks); then ⌈(C mod 8)/4⌉ predicated int32 passes (tail_passes),
+    each a row loop (tail_rows) of tap loops (tail_taps)."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    rows = _window_counts(i.h, o.h, f.h, s.h, pad.h, d.h)
+    cols = _window_counts(i.w, o.w, f.w, s.w, pad.w, d.w)
+    sum_rows, sum_cols = sum(rows), sum(cols)
+    all_rows, all_taps = o.n * sum_rows * o.w, o.n * sum_rows * sum_cols
+    wide = sum(c for c in cols if c > 3)
+    blocks, tails = o.c // 8, ceil_div(o.c % 8, 4)
+    pixels = o.n * o.h * o.w
+    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c),
+            "blocks8": float(pixels * blocks), "row_blocks": float(all_rows * blocks),
+            "tap_blocks": float(all_taps * blocks), "loop_taps": float(o.n * sum_rows * wide * blocks),
+            "tail_passes": float(pixels * tails), "tail_rows": float(all_rows * tails),
+            "tail_taps": float(all_taps * tails)}  # fmt: skip
+
+
 def _kernels_c_opt_features(p: Params, tier: str) -> Features:
-    """kernels_c's _opt: on DSP its ch_mult 1 loops (:func:`_kernels_c_ch1_features`), else
-    :func:`_features`."""
-    return _kernels_c_ch1_features(p, tier) if tier in ("scalar", "dsp") else _features(p, tier)
+    """kernels_c's _opt: its ch_mult 1 loops (:func:`_kernels_c_ch1_features`,
+    :func:`_kernels_c_ch1_mve_features` on MVE)."""
+    if tier == "mve":
+        return _kernels_c_ch1_mve_features(p, tier)
+    return _kernels_c_ch1_features(p, tier)
 
 
 def _kernels_c_features(p: Params, tier: str) -> Features:
@@ -239,7 +263,7 @@ def _kernels_c_features(p: Params, tier: str) -> Features:
     and taps."""
     mult = value(p, "ch_mult", 1)
     if mult == 1:
-        return _kernels_c_ch1_features(p, tier) if tier in ("scalar", "dsp") else _features(p, tier)
+        return _kernels_c_opt_features(p, tier)
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     pixels = o.n * o.h * o.w
@@ -368,7 +392,19 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     rng = np.random.default_rng(24)
     for x, st in _drawn_dw(25, 14, channels=(2, 3, 4, 6, 8, 12)):
         generic.append(_shape(x, (3, 3), ch_mult=int(rng.choice([2, 3, 4, 8])), stride=st))
-    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()]]
+    # ch_mult 1 on the generic route (dilated or batched): its loops are not the ch_mult > 1 ones
+    # (kernels_c: the chunked 4/8-channel passes; CMSIS-NN: one output per input channel), so it
+    # needs shapes of its own that vary window width, channel tails and clipping. Appended last,
+    # so the shapes above keep their fit / held-out roles.
+    generic_ch1 = [_shape(x, k, stride=s, dilation=d) for x, k, s, d in (
+        ((1, 10, 10, 12), (3, 1), (1, 1), (2, 1)), ((2, 6, 6, 20), (3, 3), (1, 1), (1, 1)),
+        ((1, 12, 10, 8), (5, 5), (1, 1), (2, 1)), ((1, 9, 9, 13), (3, 3), (2, 2), (2, 2)),
+        ((2, 5, 7, 24), (2, 4), (1, 1), (1, 1)), ((1, 14, 8, 6), (4, 2), (1, 1), (3, 1)),
+        ((1, 8, 12, 32), (1, 3), (1, 2), (1, 2)), ((2, 8, 6, 9), (3, 5), (1, 1), (1, 1)),
+        ((1, 11, 11, 4), (2, 2), (1, 1), (3, 3)), ((1, 10, 14, 18), (3, 4), (2, 1), (1, 2)),
+        ((2, 7, 7, 40), (2, 1), (2, 2), (1, 1)), ((1, 12, 12, 11), (5, 3), (1, 1), (2, 2)),
+    )]  # fmt: skip
+    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()] + generic_ch1]
 
 
 def _drawn_dw(seed: int, count: int, *, channels) -> list[tuple[tuple[int, int, int, int], tuple[int, int]]]:
