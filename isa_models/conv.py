@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa_models.conv_kernels_c import filter_reversal, head_tail, im2col_features, transpose_features
 from isa_models.formula import Features, Formula
 from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
-from kernels_py.types import ConvParams, TransposeConvParams
+from kernels_py.types import ConvParams, Tile, TransposeConvParams
 
 FAMILY = "conv"
 
@@ -114,15 +115,6 @@ def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool =
     }
 
 
-def _head_tail(start: int, n: int, lanes: int) -> int:
-    """Elements of the run [start, start + n) outside whole ``lanes``-blocks of the column."""
-    if lanes == 1:
-        return 0
-    head = min((-start) % lanes, n)
-    body_end = (start + n) - (start + n) % lanes
-    return head + max(start + n - max(body_end, start + head), 0)
-
-
 def _im2col_runs(i, f, o, s, pad, d, groups: int, lanes: int) -> tuple[int, int]:
     """(runs, elements outside whole blocks) of building the columns: per pixel and filter row,
     one run of KW·C when the row is padding or the pixel's taps are adjacent inside the input
@@ -137,8 +129,8 @@ def _im2col_runs(i, f, o, s, pad, d, groups: int, lanes: int) -> tuple[int, int]
     runs = scalar = 0
     for ky in range(f.h):
         valid_rows = sum(1 for oy in range(o.h) if 0 <= oy * s.h - pad.h + ky * d.h < i.h)
-        whole = _head_tail(ky * row_elements, row_elements, lanes)
-        per_tap = sum(_head_tail(ky * row_elements + kx * n, n, lanes) for kx in range(f.w))
+        whole = head_tail(ky * row_elements, row_elements, lanes)
+        per_tap = sum(head_tail(ky * row_elements + kx * n, n, lanes) for kx in range(f.w))
         pad_rows = o.h - valid_rows
         runs += valid_rows * (contiguous_cols + split_cols * f.w) + pad_rows * o.w
         scalar += valid_rows * (contiguous_cols * whole + split_cols * per_tap) + pad_rows * o.w * whole
@@ -187,7 +179,9 @@ def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> di
     pixel's column (scalar/DSP: two columns of K bytes at a word-aligned base; MVE: the WLSTP
     loop, where alignment does not matter); the source offset is (y·W + x)·C_IN + g·C.
     ``upscale`` (the transpose-conv wrapper's stride-2 input): per pixel one memset of the
-    whole column, then copies of the taps at even upscaled positions only."""
+    whole column, then, in the filter rows not skipped (padding, odd upscaled rows), a loop over
+    the taps (upscaled_taps) copying those at even upscaled positions only. tap_rows = P·KH·G
+    counts the filter-row loop."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
@@ -197,9 +191,10 @@ def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> di
     parity = ((oy[:, None] * o.w + ox[None, :]) % 2) if tier != "mve" else np.zeros((o.h, o.w), int)
     up_h, up_w = upscale
     upscaled = up_h > 1 or up_w > 1
+    column_fill = ByteOps(tier, skip_empty=False)  # the upscaled route's whole-column memset
     if upscaled:
         for col in (0, 1) if tier != "mve" else (0,):
-            ops.fill(depth, col * depth, o.n * groups * int((parity == col).sum()))
+            column_fill.fill(depth, col * depth, o.n * groups * int((parity == col).sum()))
     for g in range(groups):
         for ky in range(f.h):
             y = oy * s.h - pad.h + ky * d.h
@@ -221,6 +216,11 @@ def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> di
                         if counts[r]:
                             ops.copy(f.c, dst, r, o.n * int(counts[r]))
     rows = {"tap_rows": float(o.n * groups * o.h * o.w * f.h)}  # the per-(pixel, filter row) loop trips
+    if upscaled:  # the tap loop runs (and tests each tap's column) only in rows it does not skip
+        y = oy[:, None] * s.h - pad.h + np.arange(f.h)[None, :] * d.h
+        kept = int(((y >= 0) & (y < i.h) & (y % up_h == 0)).sum())
+        rows["upscaled_taps"] = float(o.n * groups * kept * o.w * f.w)
+    rows.update({f"column_{k}": v for k, v in column_fill.f.items() if v})
     return {**rows, **{k: v for k, v in ops.f.items() if v or k in ("copy_calls", "set_calls")}}
 
 
@@ -243,19 +243,6 @@ def _cmsis_conv_features(p: Params, tier: str) -> Features:
     elif tier == "scalar":
         features["widen_blocks"], features["widen_tail"] = 0.0, float(columns * depth)
     return {**features, **_im2col_calls(p, tier)}
-
-
-def _reverse_conv_params(p: Params) -> dict[str, int]:
-    """The arm_convolve_s8 call arm_transpose_conv_wrapper_s8 makes: the input upscaled by the
-    stride (zeros between pixels), padded by KH-1-padding, stride 1, the filter reversed."""
-    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad = tile(p, "stride", 1), tile(p, "padding")
-    up_h, up_w = (i.h - 1) * s.h + 1, (i.w - 1) * s.w + 1
-    q = dict(p)
-    q.update({"input_dims.h": up_h, "input_dims.w": up_w, "stride.h": 1, "stride.w": 1})
-    q.update({"padding.h": max(f.h - 1 - pad.h, 0), "padding.w": max(f.w - 1 - pad.w, 0)})
-    q.update({"dilation.h": 1, "dilation.w": 1, "output_dims.h": o.h, "output_dims.w": o.w})
-    return q
 
 
 def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
@@ -285,13 +272,36 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     return {**features, **_im2col_calls(q, tier, (s.h, s.w))}
 
 
-def _reverse_conv_features(p: Params, tier: str) -> Features:
-    features = dict(_conv_features(_reverse_conv_params(p), tier, in_place=False))
-    i = dims(p, "input_dims")
-    s = tile(p, "stride", 1)
-    features["upscale"] = float(i.n * ((i.h - 1) * s.h + 1) * ((i.w - 1) * s.w + 1) * i.c)
-    del features["im2col_pad"]  # the upscaled buffer's zeros are copied like data
-    return features
+def _kernels_c_conv_features(p: Params, tier: str, reverse: bool = False) -> Features:
+    """kernels_c's arm_convolve_s8 (conv_s8_{scalar,dsp,mve}.c engines): per call, output row,
+    pixel and output; the mat-mult of :func:`_mat_mult` (MVE: 4-column passes with a
+    predicated K tail, the last < 4 columns as one more pass); im2col as
+    :func:`isa_models.conv_kernels_c.im2col_features` runs it. ``reverse``: the transpose-conv
+    wrapper's reverse route, the filter reversed (:func:`~isa_models.conv_kernels_c.filter_reversal`)
+    then this convolution on the input upscaled by the stride (virtually: up = stride 2), padding
+    K−1−pad, stride 1."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    up = (0, 0)
+    extra: dict[str, float] = {}
+    if reverse:
+        up = (int(s.h == 2), int(s.w == 2))
+        pad = Tile(w=f.w - 1 - pad.w, h=f.h - 1 - pad.h)
+        s = d = Tile(w=1, h=1)
+        extra = filter_reversal(f, tier)
+    groups = max(i.c // max(f.c, 1), 1)
+    per_group = max(f.n // groups, 1)
+    pixels = o.n * o.h * o.w
+    mat = _mat_mult(tier, pixels, per_group, f.h * f.w * f.c, True)
+    return {
+        "call": 1.0,
+        "out_rows": float(o.n * o.h * groups),
+        "pixels": float(pixels * groups),
+        "outputs": float(pixels * per_group * groups),
+        **im2col_features(i, f, o, s, pad, d, groups, tier, up),
+        **{k: v * groups for k, v in mat.items()},
+        **extra,
+    }
 
 
 def _cmsis_transpose_features(p: Params, tier: str) -> Features:
@@ -343,42 +353,6 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"]}
 
 
-def _gather_taps(out: int, pad: int, stride: int, size: int, kernel: int) -> list[int]:
-    """Per output position, the filter taps that reach it (kernels_c ``tc_tap_range``)."""
-    counts = []
-    for o in range(out):
-        t = o + pad
-        lo, hi = max(t % stride, t - (size - 1) * stride), min(kernel - 1, t)
-        counts.append((hi - lo) // stride + 1 if hi >= lo else 0)
-    return counts
-
-
-def _kernels_c_transpose_features(p: Params, tier: str) -> Features:
-    """kernels_c's arm_transpose_conv_s8 gathers per output pixel: per pair of output channels
-    (then the odd one) a dot product over C_IN for every filter tap that reaches the pixel
-    (rows: reaching filter rows, each with an integer division; taps: reaching taps), C_IN
-    in ⌊C_IN/4⌋ SMLAD blocks + C_IN mod 4 (DSP), ⌊C_IN/16⌋ vectors + one predicated tail (MVE)
-    or one by one (scalar); one requantization per output."""
-    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad = tile(p, "stride", 1), tile(p, "padding")
-    cy = sum(_gather_taps(o.h, pad.h, s.h, i.h, f.h))
-    cx = sum(_gather_taps(o.w, pad.w, s.w, i.w, f.w))
-    rows, taps = o.n * cy * o.w, o.n * cy * cx
-    c = i.c
-    if tier == "dsp":
-        per, tail = c // 4, c % 4
-    elif tier == "mve":
-        per, tail = c // 16, int(c % 16 != 0)
-    else:
-        per, tail = 0, c
-    pairs, odd = o.c // 2, o.c % 2
-    return {"call": 1.0, "pixels": float(o.n * o.h * o.w), "outputs": float(o.n * o.h * o.w * o.c),
-            "pair_rows": float(rows * pairs), "pair_taps": float(taps * pairs),
-            "pair_blocks": float(taps * pairs * per), "pair_tail": float(taps * pairs * tail),
-            "odd_rows": float(rows * odd), "odd_taps": float(taps * odd),
-            "odd_blocks": float(taps * odd * per), "odd_tail": float(taps * odd * tail)}  # fmt: skip
-
-
 def transpose_macs(p: Params) -> int:
     i, f = dims(p, "input_dims"), dims(p, "filter_dims")
     return i.n * i.h * i.w * i.c * f.h * f.w * f.n
@@ -394,9 +368,7 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "im2col (memcpy/memset per tap) + mat-mult: call, pixels, outputs, blocks, k_tail",
-            library_features=(
-                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=False, kernels_c=True)),
-            ),
+            library_features=(("kernels_c", _kernels_c_conv_features),),
         ),
         Formula(
             "arm_convolve_1x1_s8_fast",
@@ -441,7 +413,7 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "row buffer: 4-pixel and single-pixel scatter passes per filter row and tap, requant",
-            library_features=(("kernels_c", _kernels_c_transpose_features),),
+            library_features=(("kernels_c", transpose_features),),
         ),
         Formula(
             "arm_transpose_conv_wrapper_s8/reverse_conv",
@@ -450,7 +422,7 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "reversed filter + arm_convolve_s8 on the upscaled input (kernels_c: conv features + upscale)",
-            library_features=(("kernels_c", _reverse_conv_features),),
+            library_features=(("kernels_c", lambda p, t: _kernels_c_conv_features(p, t, reverse=True)),),
         ),
     )
 }
@@ -549,7 +521,18 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     one_x_n += _drawn(14, 16, _draw_1_x_n)
     transposed += _drawn(15, 24, lambda r: _draw_transpose(r, reverse=False))
     reverse += _drawn(16, 12, lambda r: _draw_transpose(r, reverse=True))
-    return [(w, s) for s in general + fast + strided + one_x_n] + [(t, s) for s in transposed + reverse]
+    # More reverse-route shapes (15 fit shapes could not pin its im2col, mat-mult and filter
+    # reversal loops apart): C_IN with and without 16-lane tails, strides 1/2 per axis, 1-5 taps.
+    # Appended last, so the shapes above keep their fit / held-out roles.
+    reverse_more = [_transpose_shape(x, f, s) for x, f, s in (
+        ((1, 5, 5, 33), (8, 3, 3), (2, 2)), ((1, 6, 4, 20), (12, 3, 2), (1, 1)), ((1, 4, 4, 40), (4, 5, 5), (2, 2)),
+        ((1, 3, 6, 18), (16, 2, 3), (2, 1)), ((1, 6, 6, 24), (8, 1, 3), (1, 2)), ((1, 4, 5, 48), (6, 3, 3), (2, 2)),
+        ((1, 7, 3, 32), (10, 4, 2), (1, 1)), ((1, 3, 4, 17), (24, 3, 4), (2, 2)), ((1, 5, 3, 64), (4, 2, 1), (2, 2)),
+        ((1, 4, 7, 28), (8, 3, 3), (1, 2)), ((1, 2, 5, 96), (8, 3, 3), (2, 2)), ((1, 6, 5, 21), (5, 2, 2), (2, 2)),
+    )]  # fmt: skip
+    return [(w, s) for s in general + fast + strided + one_x_n] + [
+        (t, s) for s in transposed + reverse + reverse_more
+    ]
 
 
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.

@@ -131,7 +131,12 @@ def _generic_features(p: Params, tier: str) -> Features:
         q = o.c // 4
         return {"call": 1.0, "tile_pixels": float(pixels), "tile_channels": float(pixels * i.c),
                 "tiles": float(pixels * q), "tile_rows": float(rows * q), "tile_taps": float(taps * q)}  # fmt: skip
-    out = {"call": 1.0, "pixels": float(pixels), "in_channels": float(pixels * i.c), "outputs": float(pixels * o.c)}
+    out = {
+        "call": 1.0,
+        "pixels": float(pixels),
+        "in_channels": float(pixels * i.c),
+        "outputs": float(pixels * o.c),
+    }
     return {**out, "out_rows": float(rows * o.c), "macs_valid": float(taps * o.c),
             "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0),
             "dilated_rows": float(rows * o.c if d.w > 1 or d.h > 1 else 0)}  # fmt: skip
@@ -297,10 +302,11 @@ def _as_conv(p: Params) -> dict[str, int]:
     return q
 
 
-def _to_conv_features(p: Params, tier: str) -> Features:
+def _to_conv_features(p: Params, tier: str, library: str | None = None) -> Features:
+    """The features of the convolution the call becomes, as ``library`` runs it."""
     q = _as_conv(p)
     key = conv_formulas.conv_route(q)
-    return conv_formulas.FORMULAS[key].features(q, tier)
+    return conv_formulas.FORMULAS[key].features_for(library)(q, tier)
 
 
 def _formula(key: str, doc: str) -> Formula:
@@ -329,7 +335,15 @@ FORMULAS: dict[str, Formula] = {
             library_features=(("kernels_c", _kernels_c_opt_features),),
         ),
         _formula("arm_depthwise_conv_3x3_s8", "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)"),
-        Formula(TO_CONV, PUBLIC_WRAPPER, _to_conv_features, macs, nbytes, "MVE: one input channel as a conv"),
+        Formula(
+            TO_CONV,
+            PUBLIC_WRAPPER,
+            _to_conv_features,
+            macs,
+            nbytes,
+            "MVE: one input channel as a conv",
+            library_features=(("kernels_c", lambda p, t: _to_conv_features(p, t, "kernels_c")),),
+        ),
     )
 }
 
@@ -404,7 +418,15 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 11, 11, 4), (2, 2), (1, 1), (3, 3)), ((1, 10, 14, 18), (3, 4), (2, 1), (1, 2)),
         ((2, 7, 7, 40), (2, 1), (2, 2), (1, 1)), ((1, 12, 12, 11), (5, 3), (1, 1), (2, 2)),
     )]  # fmt: skip
-    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()] + generic_ch1]
+    # More one-channel inputs (MVE: the route to a convolution, 6 shapes were too few to fit the
+    # convolution's features); appended last for the same reason.
+    to_conv_more = [_shape(x, k, ch_mult=m, stride=s, padding=pd) for x, k, m, s, pd in (
+        ((1, 12, 12, 1), (3, 3), 8, (1, 1), None), ((1, 16, 10, 1), (3, 2), 12, (2, 2), None),
+        ((1, 9, 9, 1), (5, 5), 16, (1, 1), (0, 0)), ((1, 20, 8, 1), (4, 3), 6, (1, 1), None),
+        ((1, 10, 14, 1), (2, 2), 40, (2, 2), (0, 0)), ((1, 8, 8, 1), (3, 3), 96, (1, 1), None),
+        ((1, 14, 10, 1), (3, 5), 10, (2, 1), None), ((1, 6, 12, 1), (2, 4), 28, (1, 1), None),
+    )]  # fmt: skip
+    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()] + generic_ch1 + to_conv_more]
 
 
 def _drawn_dw(seed: int, count: int, *, channels) -> list[tuple[tuple[int, int, int, int], tuple[int, int]]]:
