@@ -43,7 +43,7 @@ import numpy as np
 
 from isa_models.conv_kernels_c import filter_reversal, head_tail, im2col_features, transpose_features
 from isa_models.formula import Features, Formula
-from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps
+from isa_models.shapes import BLOCKING, Blocking, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
 from kernels_py.types import ConvParams, Tile, TransposeConvParams
 
@@ -82,12 +82,17 @@ def conv_bytes(p: Params) -> tuple[int, int]:
     return i.n * i.h * i.w * i.c + weights, o.n * o.h * o.w * o.c
 
 
+#: kernels_c's scalar engines block 2 columns x 2 output channels (``mat_s16_2col``, ``mat_s8_2col``),
+#: one MAC per step; a last odd column or channel runs loops of its own.
+_KERNELS_C_SCALAR = Blocking(reduce_lanes=1, columns=2, channels=2, channel_lanes=1, element_lanes=1)
+
+
 def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool = False) -> dict[str, float]:
     """Inner-loop passes of a blocked mat-mult (``columns`` pixels x ``channels`` rows x ``depth``)
     and the MACs of its leftover column and channel (odd counts on DSP, < 4 pixels on MVE).
-    ``padded`` (kernels_c's MVE engine): the last < 4 columns run as one more 4-column pass,
-    K in 16-lane steps and one predicated tail step (k_tail)."""
-    b = BLOCKING[tier]
+    ``padded`` (kernels_c's engines): on MVE the last < 4 columns run as one more 4-column pass,
+    K in 16-lane steps and one predicated tail step (k_tail); scalar blocks 2 x 2."""
+    b = _KERNELS_C_SCALAR if padded and tier == "scalar" else BLOCKING[tier]
     full_cols, odd_cols = divmod(columns, b.columns)
     full_chans, odd_chans = divmod(channels, b.channels)
     if tier == "mve" and padded:  # 16-lane K steps, then one predicated tail step
@@ -147,8 +152,8 @@ def _conv_features(
     pixels = o.n * o.h * o.w
     depth = f.h * f.w * f.c
     mat = _mat_mult(tier, pixels, per_group, depth, kernels_c)
-    if row_wise and not (kernels_c and tier == "mve"):  # one mat-mult per output row (strided 1x1): the
-        # column blocking restarts each row (kernels_c's MVE engine keeps collecting 4 columns)
+    if row_wise and not kernels_c:  # CMSIS-NN: one mat-mult per output row (strided 1x1), the column
+        # blocking restarts each row (kernels_c's 1x1 engines keep pairing / collecting 4 columns across rows)
         per_row = _mat_mult(tier, o.w, per_group, depth, kernels_c)
         mat = {k: v * o.n * o.h for k, v in per_row.items()}
     if in_place:
