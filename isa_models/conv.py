@@ -82,17 +82,18 @@ def conv_bytes(p: Params) -> tuple[int, int]:
     return i.n * i.h * i.w * i.c + weights, o.n * o.h * o.w * o.c
 
 
-#: kernels_c's scalar engines block 2 columns x 2 output channels (``mat_s16_2col``, ``mat_s8_2col``),
-#: one MAC per step; a last odd column or channel runs loops of its own.
-_KERNELS_C_SCALAR = Blocking(reduce_lanes=1, columns=2, channels=2, channel_lanes=1, element_lanes=1)
+#: Scalar mat-mults block 2 columns x 2 output channels, one MAC per step, a last odd column or
+#: channel in loops of their own: CMSIS-NN's non-DSP arm_nn_mat_mult_kernel_s8_s16 and
+#: arm_nn_mat_mult_nt_t_s8, kernels_c's ``mat_s16_2col`` / ``mat_s8_2col``.
+_SCALAR_MAT_MULT = Blocking(reduce_lanes=1, columns=2, channels=2, channel_lanes=1, element_lanes=1)
 
 
 def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool = False) -> dict[str, float]:
     """Inner-loop passes of a blocked mat-mult (``columns`` pixels x ``channels`` rows x ``depth``)
     and the MACs of its leftover column and channel (odd counts on DSP, < 4 pixels on MVE).
     ``padded`` (kernels_c's engines): on MVE the last < 4 columns run as one more 4-column pass,
-    K in 16-lane steps and one predicated tail step (k_tail); scalar blocks 2 x 2."""
-    b = _KERNELS_C_SCALAR if padded and tier == "scalar" else BLOCKING[tier]
+    K in 16-lane steps and one predicated tail step (k_tail)."""
+    b = _SCALAR_MAT_MULT if tier == "scalar" else BLOCKING[tier]
     full_cols, odd_cols = divmod(columns, b.columns)
     full_chans, odd_chans = divmod(channels, b.channels)
     if tier == "mve" and padded:  # 16-lane K steps, then one predicated tail step
@@ -112,7 +113,7 @@ def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool =
         "blocks": float(full_cols * full_chans * k_passes),
         # CMSIS-NN's DSP mat-mult unrolls K by 16 before its 4-wide loop, and sums each weight row
         # (for the input offset) once per call: both are features of their own.
-        "blocks16": float(full_cols * full_chans * (depth // 16)),
+        "blocks16": float(full_cols * full_chans * (depth // 16)) if tier == "dsp" else 0.0,
         "weight_sums": float(channels * depth),
         "k_tail": float(full_cols * b.columns * channels * k_left),
         "odd_columns": float(odd_cols * channels * depth),
@@ -248,6 +249,37 @@ def _cmsis_conv_features(p: Params, tier: str) -> Features:
     elif tier == "scalar":
         features["widen_blocks"], features["widen_tail"] = 0.0, float(columns * depth)
     return {**features, **_im2col_calls(p, tier)}
+
+
+def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_convolve_1_x_n_s8: off MVE it is arm_convolve_s8 (:func:`_cmsis_conv_features`).
+    On MVE, per image, three ``arm_nn_mat_mult_nt_t_s8`` calls (mat_calls) over the left-padded,
+    unpadded and right-padded output columns (their 4-column blocking each: :func:`_mat_mult`),
+    the unpadded ones reading the input in place; the padded columns' single im2col row is built
+    by a memset and a memcpy each side (:class:`isa_models.shapes.ByteOps`). A padding the split
+    cannot cover falls back to arm_convolve_s8."""
+    if tier != "mve":
+        return _cmsis_conv_features(p, tier)
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    total = (o.w - 1) * s.w + f.w - i.w
+    asym = total % 2
+    right = max(1, ceil_div(pad.w + asym, s.w)) if pad.w + asym else 0
+    left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
+    middle = max(o.w - right - left, 0)
+    if pad.w * 2 + asym != total or right + middle + left != o.w:
+        return _cmsis_conv_features(p, tier)
+    depth = f.w * f.c
+    features: dict[str, float] = {"call": 1.0, "mat_calls": 3.0 * o.n, "outputs": float(o.n * o.w * o.c)}
+    for rows in (left, middle, right):
+        for k, v in _mat_mult(tier, rows, o.c, depth).items():
+            features[k] = features.get(k, 0.0) + o.n * v
+    ops = ByteOps(tier, skip_empty=False)
+    ops.fill(pad.w * f.c, 0, o.n)
+    ops.copy(depth, 0, 0, o.n)
+    ops.copy(depth - f.c, 0, 0, o.n)
+    ops.fill(right * f.c if asym else pad.w * f.c, 0, o.n)
+    return {**features, **{k: v for k, v in ops.f.items() if v}}
 
 
 def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
@@ -403,7 +435,7 @@ FORMULAS: dict[str, Formula] = {
         Formula(
             "arm_convolve_1_x_n_s8",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, in_place=False),
+            _cmsis_1_x_n_features,
             conv_macs,
             conv_bytes,
             "1 x N row convolution: as arm_convolve_s8",
