@@ -41,7 +41,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa_models.conv_kernels_c import filter_reversal, head_tail, im2col_features, transpose_features
+from isa_models.conv_kernels_c import (
+    filter_reversal,
+    head_tail,
+    im2col_features,
+    mve_column_calls,
+    mve_direct,
+    transpose_features,
+)
 from isa_models.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Blocking, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
@@ -309,6 +316,26 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     return {**features, **_im2col_calls(q, tier, (s.h, s.w))}
 
 
+def _kernels_c_mve_slots(p: Params) -> int:
+    """Columns kernels_c's MVE engine can stage: the wrapper's scratch over the column length, at
+    most 4 (arm_convolve_s8's size is 4 whole-vector columns; the 1xN kernel's holds one padded
+    edge row, ``rs_convolve_1_x_n_s8_buffer_size_tier``)."""
+    if conv_route(p) != "arm_convolve_1_x_n_s8":
+        return 4
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    depth = f.w * f.c
+    total = (o.w - 1) * s.w + f.w - i.w
+    asym = total % 2
+    right = max(1, ceil_div(pad.w + asym, s.w)) if pad.w + asym else 0
+    left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
+    middle = max(o.w - right - left, 0)
+    if right + middle + left != o.w:
+        return 4
+    size = max(depth + pad.w * f.c, depth - f.c + (right * f.c if asym else pad.w * f.c))
+    return min(4, size // depth)
+
+
 def _kernels_c_conv_features(p: Params, tier: str, reverse: bool = False) -> Features:
     """kernels_c's arm_convolve_s8 (conv_s8_{scalar,dsp,mve}.c engines): per call, output row,
     pixel and output; the mat-mult of :func:`_mat_mult` (MVE: 4-column passes with a
@@ -329,7 +356,16 @@ def _kernels_c_conv_features(p: Params, tier: str, reverse: bool = False) -> Fea
     groups = max(i.c // max(f.c, 1), 1)
     per_group = max(f.n // groups, 1)
     pixels = o.n * o.h * o.w
-    mat = _mat_mult(tier, pixels, per_group, f.h * f.w * f.c, True)
+    depth = f.h * f.w * f.c
+    mat = _mat_mult(tier, pixels, per_group, depth, True)
+    slots = _kernels_c_mve_slots(p) if tier == "mve" and not reverse else 4
+    if slots < 4:  # the 1xN kernel's scratch holds fewer columns: im2col'd columns flush early
+        calls = mve_column_calls(mve_direct(i, f, o, s, pad, d, groups, up), slots)
+        passes = o.n * len(calls) * per_group
+        partial = o.n * sum(n for n in calls if n < 4)
+        mat = {"blocks": float(passes * (depth // 16)), "k_tail": float(passes * (depth % 16 != 0)),
+               "passes": float(passes), "odd_columns": float(partial * per_group * ceil_div(depth, 16)),
+               "odd_channels": 0.0}  # fmt: skip
     return {
         "call": 1.0,
         "out_rows": float(o.n * o.h * groups),
@@ -439,9 +475,7 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "1 x N row convolution: as arm_convolve_s8",
-            library_features=(
-                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=False, kernels_c=True)),
-            ),
+            library_features=(("kernels_c", _kernels_c_conv_features),),
         ),
         Formula(
             "arm_transpose_conv_s8",

@@ -94,6 +94,38 @@ def im2col_features(
     return feats
 
 
+def mve_direct(i, f, o, s, pad, d, groups: int, up: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """Per output pixel (OH x OW), whether kernels_c's MVE engine reads its column in place
+    (``rs_conv_direct_column``)."""
+    if not (f.h == 1 and up == (0, 0) and (f.w == 1 or (d.w == 1 and groups == 1))):
+        return np.zeros((o.h, o.w), dtype=bool)
+    y0 = np.arange(o.h) * s.h - pad.h
+    x0 = np.arange(o.w) * s.w - pad.w
+    return ((y0 >= 0) & (y0 < i.h))[:, None] & ((x0 >= 0) & (x0 + f.w <= i.w))[None, :]
+
+
+def mve_column_calls(direct: np.ndarray, slots: int) -> list[int]:
+    """The column counts of the MVE engine's ``mat_cols`` calls for one image and group: columns
+    are collected 4 at a time; a column built by im2col needs one of ``slots`` scratch slots,
+    and when they are all in use the pending columns run first (``rs_conv_engine_mve``)."""
+    calls: list[int] = []
+    pending = used = 0
+    for is_direct in direct.ravel():
+        if not is_direct:
+            if used == slots:
+                if pending:
+                    calls.append(pending)
+                pending = used = 0
+            used += 1
+        pending += 1
+        if pending == 4:
+            calls.append(4)
+            pending = used = 0
+    if pending:
+        calls.append(pending)
+    return calls
+
+
 def filter_reversal(f, tier: str) -> dict[str, float]:
     """The reverse route's filter reversal: one newlib ``memcpy`` of C_IN bytes per output channel
     and tap, from tap t to tap KH·KW−1−t (byte offsets multiples of C_IN)."""
@@ -141,4 +173,11 @@ def transpose_features(p: Params, tier: str) -> Features:
             "odd_blocks": float(taps * odd * per), "odd_tail": float(taps * odd * tail)}  # fmt: skip
 
 
-__all__ = ["filter_reversal", "head_tail", "im2col_features", "transpose_features"]
+__all__ = [
+    "filter_reversal",
+    "head_tail",
+    "im2col_features",
+    "mve_column_calls",
+    "mve_direct",
+    "transpose_features",
+]
