@@ -7,8 +7,9 @@ arm_transpose_conv_s8 or to arm_convolve_s8 on the zero-upscaled input
 (``arm_transpose_conv_wrapper_s8/reverse_conv``).
 
 Features of a convolution (P = N·OH·OW output pixels, C = output channels per group,
-K = KH·KW·C_IN/groups the reduction, G groups; blocking from :data:`isa_models.shapes.BLOCKING`:
-L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
+K = KH·KW·C_IN/groups the reduction, G groups; blocking from :data:`isa_models.shapes.BLOCKING`
+except scalar's 2 x 2 (:data:`_SCALAR_MAT_MULT`): L reduction lanes, Pb pixels and Cb channels
+per mat-mult pass)::
 
     call      = 1                                     per-call setup
     out_rows  = N·OH·G                                per output row (strided 1x1: one mat-mult
@@ -30,11 +31,15 @@ L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
-These are kernels_c's arm_convolve_s8 features. CMSIS-NN's arm_convolve_s8 builds its columns
-with one memcpy/memset per (pixel, tap) and widens them to int16 off MVE: ``_cmsis_conv_features``.
-A transpose convolution (arm_transpose_conv_s8) is costed per library: CMSIS-NN scatters input
-rows into an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per output
-pixel (``_kernels_c_transpose_features``); each docstring has the features.
+These are the 1x1 kernels' features (the im2col ones 0: they read in place). CMSIS-NN's
+arm_convolve_s8 builds its columns with a loop trip per (pixel, filter row) and one
+memcpy/memset per (pixel, tap), and widens them to int16 off MVE (``_cmsis_conv_features``);
+its 1xN kernel is that off MVE and three mat-mults on MVE (``_cmsis_1_x_n_features``).
+kernels_c's arm_convolve_s8, 1xN kernel and reverse transpose route count its own im2col
+loops (``_kernels_c_conv_features``, :mod:`isa_models.conv_kernels_c`). A transpose
+convolution (arm_transpose_conv_s8) is costed per library: CMSIS-NN scatters input rows into
+an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per output pixel
+(:func:`isa_models.conv_kernels_c.transpose_features`); each docstring has the features.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ run with one tail-predicated 16-byte loop (:class:`isa_models.shapes.ByteOps`), 
 column slots; ``im2col_cols`` counts the pixels so built.
 
 The upscaled input of the transpose-conv wrapper's reverse route is virtual: ``up`` (0 or 1 per
-axis, stride 2) makes odd upscaled rows and columns zeros, read as padding.
+axis, stride 2) makes odd upscaled rows and columns zeros, read as padding. The MVE engine's
+column collection (:func:`mve_column_calls`) and kernels_c's arm_transpose_conv_s8 gather
+(:func:`transpose_features`) are here too: both are kernels_c's loops only.
 """
 
 from __future__ import annotations
