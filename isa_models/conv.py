@@ -16,11 +16,9 @@ per mat-mult pass)::
                                                       per row, its column blocking per row)
     pixels    = P·G                                   per im2col column: loop and pointer setup
     outputs   = P·C·G                                 per-output requantization and store
-    im2col    = Σ valid input bytes copied to columns (0 for the 1x1 kernels: they read in place)
-    im2col_pad= padded column bytes filled with the input offset
-    im2col_runs = runs copied into the columns (per pixel and filter row: one run when the taps
-                are adjacent inside the input, else one per tap), im2col_scalar = their elements
-                outside whole L-blocks (copied one by one)
+    im2col_*  = the column building of the kernels that need one (CMSIS-NN: ``_im2col_calls``;
+                kernels_c: :func:`isa_models.conv_kernels_c.im2col_features`); the 1x1 kernels
+                read their columns in place
     blocks    = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/L⌋·G  (MVE: ⌈P/Pb⌉·C·⌈K/L⌉·G, the K tail is predicated)
     k_tail    = ⌊P/Pb⌋·Pb·C·(K mod L)·G   (0 on MVE)                 scalar tail MACs
     blocks16  = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/16⌋·G (DSP)        CMSIS-NN's 16-wide unrolled K loop
@@ -31,7 +29,7 @@ per mat-mult pass)::
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
-These are the 1x1 kernels' features (the im2col ones 0: they read in place). CMSIS-NN's
+These are the 1x1 kernels' features. CMSIS-NN's
 arm_convolve_s8 builds its columns with a loop trip per (pixel, filter row) and one
 memcpy/memset per (pixel, tap), and widens them to int16 off MVE (``_cmsis_conv_features``);
 its 1xN kernel is that off MVE and three mat-mults on MVE (``_cmsis_1_x_n_features``).
@@ -48,12 +46,12 @@ import numpy as np
 
 from isa_models.conv_kernels_c import (
     filter_reversal,
-    head_tail,
     im2col_features,
     mve_column_calls,
     mve_direct,
     transpose_features,
 )
+from isa_models.conv_sweep import sweep
 from isa_models.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Blocking, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
@@ -133,33 +131,12 @@ def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool =
     }
 
 
-def _im2col_runs(i, f, o, s, pad, d, groups: int, lanes: int) -> tuple[int, int]:
-    """(runs, elements outside whole blocks) of building the columns: per pixel and filter row,
-    one run of KW·C when the row is padding or the pixel's taps are adjacent inside the input
-    (unit dilation, not grouped), else one run of C per tap (kernels_c ``im2col_pair``)."""
-    n = f.c
-    row_elements = f.w * n
-    adjacent = groups == 1 and d.w == 1
-    contiguous_cols = sum(
-        1 for ox in range(o.w) if adjacent and ox * s.w - pad.w >= 0 and ox * s.w - pad.w + f.w <= i.w
-    )
-    split_cols = o.w - contiguous_cols
-    runs = scalar = 0
-    for ky in range(f.h):
-        valid_rows = sum(1 for oy in range(o.h) if 0 <= oy * s.h - pad.h + ky * d.h < i.h)
-        whole = head_tail(ky * row_elements, row_elements, lanes)
-        per_tap = sum(head_tail(ky * row_elements + kx * n, n, lanes) for kx in range(f.w))
-        pad_rows = o.h - valid_rows
-        runs += valid_rows * (contiguous_cols + split_cols * f.w) + pad_rows * o.w
-        scalar += valid_rows * (contiguous_cols * whole + split_cols * per_tap) + pad_rows * o.w * whole
-    return o.n * groups * runs, o.n * groups * scalar
-
-
 def _conv_features(
-    p: Params, tier: str, *, in_place: bool, row_wise: bool = False, kernels_c: bool = False
-) -> Features:
+    p: Params, tier: str, *, row_wise: bool = False, kernels_c: bool = False
+) -> dict[str, float]:
+    """call, out_rows, pixels, outputs and the mat-mult features (the 1x1 kernels: all of them;
+    the others add their im2col's)."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
     per_group = max(f.n // groups, 1)
     pixels = o.n * o.h * o.w
@@ -169,23 +146,11 @@ def _conv_features(
         # blocking restarts each row (kernels_c's 1x1 engines keep pairing / collecting 4 columns across rows)
         per_row = _mat_mult(tier, o.w, per_group, depth, kernels_c)
         mat = {k: v * o.n * o.h for k, v in per_row.items()}
-    if in_place:
-        copied, padded, runs, scalar = 0, 0, 0, 0
-    else:
-        rows = valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h)
-        cols = valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
-        copied = o.n * rows * cols * f.c * groups
-        padded = pixels * depth * groups - copied
-        runs, scalar = _im2col_runs(i, f, o, s, pad, d, groups, BLOCKING[tier].reduce_lanes)
     return {
         "call": 1.0,
         "out_rows": float(o.n * o.h * groups),
         "pixels": float(pixels * groups),
         "outputs": float(pixels * per_group * groups),
-        "im2col": float(copied),
-        "im2col_pad": float(padded),
-        "im2col_runs": float(runs),
-        "im2col_scalar": float(scalar),
         **{k: v * groups for k, v in mat.items()},
     }
 
@@ -247,12 +212,16 @@ def _cmsis_conv_features(p: Params, tier: str) -> Features:
     calls per (pixel, tap) (:func:`_im2col_calls`) and, off MVE, each column widened to int16
     (``arm_s8_to_s16_unordered_with_offset`` / ``arm_q7_to_q15_with_offset``: 4 per pass and
     a tail): widen_blocks = P·⌊K/4⌋·G, widen_tail = P·(K mod 4)·G (scalar: widen_tail = P·K·G)."""
-    features = {k: v for k, v in _conv_features(p, tier, in_place=False).items()
-                if k not in ("im2col", "im2col_runs", "im2col_scalar")}  # fmt: skip
+    features = _conv_features(p, tier)
     f, o, i = dims(p, "filter_dims"), dims(p, "output_dims"), dims(p, "input_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
     columns = o.n * o.h * o.w * groups
     depth = f.h * f.w * f.c
+    copied = (
+        o.n * valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h) * valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w) * f.c
+    )
+    features["im2col_pad"] = float(columns * depth - copied * groups)  # column bytes in the padding
     if tier == "dsp":
         features["widen_blocks"], features["widen_tail"] = (
             float(columns * (depth // 4)),
@@ -304,8 +273,7 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     q = dict(p)
     q.update({"input_dims.h": i.h * s.h, "input_dims.w": i.w * s.w, "stride.h": 1, "stride.w": 1})
     q.update({"padding.h": f.h - 1 - pad.h, "padding.w": f.w - 1 - pad.w, "dilation.h": 1, "dilation.w": 1})
-    features = {k: v for k, v in _conv_features(q, tier, in_place=False).items()
-                if k not in ("im2col", "im2col_pad", "im2col_runs", "im2col_scalar")}  # fmt: skip
+    features = _conv_features(q, tier)
     o = dims(p, "output_dims")
     columns, depth = o.n * o.h * o.w, f.h * f.w * f.c
     if tier == "dsp":
@@ -451,25 +419,23 @@ FORMULAS: dict[str, Formula] = {
         Formula(
             "arm_convolve_1x1_s8_fast",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, in_place=True),
+            lambda p, tier: _conv_features(p, tier),
             conv_macs,
             conv_bytes,
             "1x1, unit stride: the input is the column matrix; call, pixels, outputs, blocks, k_tail",
-            library_features=(
-                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=True, kernels_c=True)),
-            ),
+            library_features=(("kernels_c", lambda p, t: _conv_features(p, t, kernels_c=True)),),
         ),
         Formula(
             "arm_convolve_1x1_s8",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, in_place=True, row_wise=True),
+            lambda p, tier: _conv_features(p, tier, row_wise=True),
             conv_macs,
             conv_bytes,
             "1x1, any stride: strided rows read in place; call, pixels, outputs, blocks, k_tail",
             library_features=(
                 (
                     "kernels_c",
-                    lambda p, t: _conv_features(p, t, in_place=True, row_wise=True, kernels_c=True),
+                    lambda p, t: _conv_features(p, t, row_wise=True, kernels_c=True),
                 ),
             ),
         ),
@@ -514,187 +480,6 @@ def route(function: str, p: Params, tier: str) -> str:
 
 
 PUBLIC = ("arm_convolve_wrapper_s8", "arm_transpose_conv_wrapper_s8", *FORMULAS)
-
-
-def _shape(
-    x: tuple[int, int, int, int],
-    f: tuple[int, int, int],
-    stride: tuple[int, int] = (1, 1),
-    padding: tuple[int, int] | None = None,
-    dilation: tuple[int, int] = (1, 1),
-    groups: int = 1,
-) -> dict[str, int]:
-    """A conv call's params (VECTORS.md names); ``padding`` None = TFLite SAME."""
-    n, h, w, c = x
-    oc, kh, kw = f
-    p: dict[str, int] = {}
-    out = []
-    pads = []
-    for size, k, st, d, pd in zip((h, w), (kh, kw), stride, dilation, padding or (None, None), strict=True):
-        extent = d * (k - 1) + 1
-        if pd is None:
-            o = ceil_div(size, st)
-            pd = max((o - 1) * st + extent - size, 0) // 2
-        else:
-            o = conv.conv_output_size(size, k, st, pd, d)
-        out.append(o)
-        pads.append(pd)
-    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (oc, kh, kw, c // groups)),
-                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
-        for k_, v in zip("nhwc", dd, strict=True):
-            p[f"{name}.{k_}"] = v
-    p.update({"stride.h": stride[0], "stride.w": stride[1], "padding.h": pads[0], "padding.w": pads[1]})
-    p.update({"dilation.h": dilation[0], "dilation.w": dilation[1]})
-    return p
-
-
-def sweep() -> list[tuple[str, dict[str, int]]]:
-    """The designed calibration shapes: (public function, params). Each route gets shapes that
-    vary pixels, channels and depth independently, including odd tails and real layers."""
-    w = "arm_convolve_wrapper_s8"
-    general = [
-        _shape((1, 12, 12, 8), (16, 3, 3)),
-        _shape((1, 16, 16, 3), (16, 3, 3), stride=(2, 2)),
-        _shape((1, 10, 10, 16), (8, 3, 3), padding=(0, 0)),
-        _shape((1, 8, 8, 5), (7, 5, 5)),
-        _shape((1, 25, 5, 1), (64, 10, 4), stride=(2, 2)),  # KWS first layer, shrunk
-        _shape((1, 9, 9, 12), (13, 3, 3), dilation=(2, 2)),
-        _shape((2, 6, 6, 4), (9, 3, 2)),
-        _shape((1, 16, 16, 16), (16, 3, 3)),  # IC conv
-        _shape((1, 12, 12, 32), (32, 3, 3), stride=(2, 2)),
-        _shape((1, 7, 7, 3), (5, 3, 3)),
-        _shape((1, 8, 8, 16), (16, 3, 3), groups=2),
-        _shape((1, 14, 14, 6), (24, 3, 3)),
-    ]
-    fast = [_shape((1, h, wd, c), (oc, 1, 1)) for h, wd, c, oc in (
-        (8, 8, 16, 16), (12, 12, 32, 32), (6, 6, 64, 24), (5, 5, 7, 9), (10, 10, 24, 48),
-        (4, 4, 128, 64), (25, 5, 64, 64), (3, 7, 33, 17), (12, 12, 8, 64), (6, 6, 96, 96),
-    )]  # fmt: skip
-    strided = [_shape((1, h, wd, c), (oc, 1, 1), stride=s) for h, wd, c, oc, s in (
-        (16, 16, 16, 32, (2, 2)), (12, 12, 32, 64, (2, 2)), (9, 9, 12, 8, (3, 3)), (8, 8, 64, 32, (2, 2)),
-        (10, 10, 24, 24, (2, 1)), (14, 14, 7, 13, (2, 2)), (16, 16, 32, 16, (2, 2)), (6, 6, 48, 48, (2, 2)),
-    )]  # fmt: skip
-    one_x_n = [_shape((1, 1, wd, c), (oc, 1, k), padding=(0, pad)) for wd, c, oc, k, pad in (
-        (64, 32, 32, 5, 2), (40, 16, 24, 3, 1), (100, 8, 16, 7, 0), (32, 64, 64, 3, 1),
-        (50, 4, 12, 9, 4), (24, 20, 20, 5, 0), (80, 12, 8, 3, 1), (16, 96, 48, 4, 0),
-    )]  # fmt: skip
-    t = "arm_transpose_conv_wrapper_s8"
-    transposed = []
-    for x, f, s in (
-        ((1, 4, 4, 8), (8, 3, 3), (2, 2)), ((1, 6, 6, 4), (6, 2, 2), (2, 2)), ((1, 5, 5, 12), (4, 3, 3), (3, 3)),
-        ((1, 8, 8, 6), (10, 3, 3), (1, 1)), ((1, 3, 7, 16), (8, 4, 4), (2, 2)), ((1, 6, 6, 10), (16, 3, 3), (3, 3)),
-        ((1, 8, 8, 3), (5, 5, 5), (2, 2)), ((1, 4, 6, 8), (12, 2, 2), (2, 2)),
-    ):  # fmt: skip
-        transposed.append(_transpose_shape(x, f, s))
-    reverse = [_transpose_shape(x, f, s) for x, f, s in (
-        ((1, 4, 4, 24), (8, 3, 3), (2, 2)), ((1, 6, 6, 32), (16, 3, 3), (2, 2)), ((1, 5, 5, 20), (12, 2, 2), (2, 2)),
-        ((1, 8, 8, 17), (8, 3, 3), (1, 1)), ((1, 4, 8, 48), (16, 4, 4), (2, 2)), ((1, 6, 6, 64), (8, 3, 3), (2, 2)),
-        ((1, 3, 3, 32), (32, 3, 3), (2, 2)), ((1, 7, 5, 24), (6, 3, 3), (1, 2)),
-    )]  # fmt: skip
-    general += _drawn(11, 40, _draw_general)
-    fast += _drawn(12, 16, _draw_fast)
-    strided += _drawn(13, 16, _draw_strided)
-    one_x_n += _drawn(14, 16, _draw_1_x_n)
-    transposed += _drawn(15, 24, lambda r: _draw_transpose(r, reverse=False))
-    reverse += _drawn(16, 12, lambda r: _draw_transpose(r, reverse=True))
-    # More reverse-route shapes (15 fit shapes could not pin its im2col, mat-mult and filter
-    # reversal loops apart): C_IN with and without 16-lane tails, strides 1/2 per axis, 1-5 taps.
-    # Appended last, so the shapes above keep their fit / held-out roles.
-    reverse_more = [_transpose_shape(x, f, s) for x, f, s in (
-        ((1, 5, 5, 33), (8, 3, 3), (2, 2)), ((1, 6, 4, 20), (12, 3, 2), (1, 1)), ((1, 4, 4, 40), (4, 5, 5), (2, 2)),
-        ((1, 3, 6, 18), (16, 2, 3), (2, 1)), ((1, 6, 6, 24), (8, 1, 3), (1, 2)), ((1, 4, 5, 48), (6, 3, 3), (2, 2)),
-        ((1, 7, 3, 32), (10, 4, 2), (1, 1)), ((1, 3, 4, 17), (24, 3, 4), (2, 2)), ((1, 5, 3, 64), (4, 2, 1), (2, 2)),
-        ((1, 4, 7, 28), (8, 3, 3), (1, 2)), ((1, 2, 5, 96), (8, 3, 3), (2, 2)), ((1, 6, 5, 21), (5, 2, 2), (2, 2)),
-    )]  # fmt: skip
-    return [(w, s) for s in general + fast + strided + one_x_n] + [
-        (t, s) for s in transposed + reverse + reverse_more
-    ]
-
-
-#: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
-MAX_DRAWN_MACS = 400_000
-
-
-def _drawn(seed: int, count: int, draw) -> list[dict[str, int]]:
-    """``count`` shapes from ``draw`` with a fixed seed (a space-filling part of the designed
-    sweep: the hand-picked shapes above pin the corners, these fill the space between)."""
-    rng = np.random.default_rng(seed)
-    out: list[dict[str, int]] = []
-    while len(out) < count:
-        p = draw(rng)
-        if (
-            p is not None
-            and min(p["output_dims.h"], p["output_dims.w"]) > 0
-            and (transpose_macs(p) if "padding_offsets.h" in p else conv_macs(p)) <= MAX_DRAWN_MACS
-        ):
-            out.append(p)
-    return out
-
-
-def _pick(rng, values):
-    return int(rng.choice(values))
-
-
-def _draw_general(rng) -> dict[str, int] | None:
-    groups = _pick(rng, [1, 1, 1, 1, 2])
-    c = _pick(rng, [1, 3, 4, 8, 12, 16, 24, 32]) * groups
-    oc = _pick(rng, [4, 8, 13, 16, 24, 32, 48, 64]) * groups
-    k = (_pick(rng, [1, 2, 3, 3, 5]), _pick(rng, [2, 3, 3, 4, 5]))
-    stride = (_pick(rng, [1, 1, 2]),) * 2
-    dilation = (2, 2) if rng.random() < 0.1 else (1, 1)
-    x = (1, _pick(rng, [5, 8, 10, 12, 16, 20]), _pick(rng, [5, 8, 10, 12, 16]), c)
-    padding = None if rng.random() < 0.7 else (0, 0)
-    return _shape(x, (oc, *k), stride=stride, padding=padding, dilation=dilation, groups=groups)
-
-
-def _draw_fast(rng) -> dict[str, int]:
-    x = (1, _pick(rng, [2, 4, 5, 7, 8, 10, 12]), _pick(rng, [3, 4, 5, 8, 10, 12]),
-         _pick(rng, [3, 8, 15, 16, 24, 32, 64, 96, 128]))  # fmt: skip
-    return _shape(x, (_pick(rng, [5, 8, 16, 17, 24, 32, 64, 128]), 1, 1))
-
-
-def _draw_strided(rng) -> dict[str, int]:
-    x = (1, _pick(rng, [6, 8, 10, 12, 16]), _pick(rng, [6, 8, 9, 12, 16]), _pick(rng, [4, 8, 15, 16, 32, 64]))
-    s = (_pick(rng, [2, 2, 3]), _pick(rng, [1, 2, 2]))
-    return _shape(x, (_pick(rng, [8, 16, 17, 32, 64]), 1, 1), stride=s)
-
-
-def _draw_1_x_n(rng) -> dict[str, int]:
-    c = _pick(rng, [4, 8, 12, 16, 32, 64])
-    k = _pick(rng, [2, 3, 4, 5, 7])
-    return _shape((1, 1, _pick(rng, [16, 24, 32, 49, 64, 100]), c), (_pick(rng, [8, 16, 24, 32, 64]), 1, k),
-                  padding=(0, 0))  # fmt: skip
-
-
-def _draw_transpose(rng, *, reverse: bool) -> dict[str, int]:
-    c = _pick(rng, [17, 20, 24, 32, 48, 64]) if reverse else _pick(rng, [1, 3, 4, 8, 12, 16])
-    s = (_pick(rng, [1, 2, 2]),) * 2 if reverse else (_pick(rng, [1, 2, 3]),) * 2
-    x = (1, _pick(rng, [2, 3, 4, 5, 6, 8]), _pick(rng, [2, 3, 4, 6, 8]), c)
-    return _transpose_shape(x, (_pick(rng, [4, 8, 12, 16]), _pick(rng, [2, 3, 4]), _pick(rng, [2, 3, 4])), s)
-
-
-def _transpose_shape(
-    x: tuple[int, int, int, int], f: tuple[int, int, int], s: tuple[int, int]
-) -> dict[str, int]:
-    """A TFLite SAME transpose convolution (output = input · stride), padding as TFLM sets it."""
-    n, h, w, c = x
-    oc, kh, kw = f
-    p: dict[str, int] = {}
-    out, pads, offsets = [], [], []
-    for size, k, st in ((h, kh, s[0]), (w, kw, s[1])):
-        o = size * st
-        total = max((size - 1) * st + k - o, 0)
-        out.append(o)
-        pads.append(total // 2)
-        offsets.append(total // 2 + total % 2)
-    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (oc, kh, kw, c)),
-                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
-        for k_, v in zip("nhwc", dd, strict=True):
-            p[f"{name}.{k_}"] = v
-    p.update({"stride.h": s[0], "stride.w": s[1], "padding.h": pads[0], "padding.w": pads[1]})
-    p.update({"padding_offsets.h": offsets[0], "padding_offsets.w": offsets[1]})
-    p.update({"dilation.h": 1, "dilation.w": 1})
-    return p
 
 
 __all__ = ["FAMILY", "FORMULAS", "PUBLIC", "conv_route", "route", "sweep", "transpose_route"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from isa_models import conv, depthwise
+from isa_models import conv, conv_sweep, depthwise
 from isa_models.conv_kernels_c import head_tail, im2col_features, mve_column_calls, mve_direct
 from isa_models.shapes import BLOCKING, dims, tile
 
@@ -54,9 +54,9 @@ def _walk_im2col(p, tier, up=(0, 0)):
 @pytest.mark.parametrize(
     "p",
     [
-        conv._shape((1, 7, 6, 6), (4, 3, 3), stride=(2, 1)),
-        conv._shape((1, 8, 8, 8), (6, 3, 2), groups=2),
-        conv._shape((1, 9, 9, 5), (3, 3, 3), dilation=(2, 2)),
+        conv_sweep._shape((1, 7, 6, 6), (4, 3, 3), stride=(2, 1)),
+        conv_sweep._shape((1, 8, 8, 8), (6, 3, 2), groups=2),
+        conv_sweep._shape((1, 9, 9, 5), (3, 3, 3), dilation=(2, 2)),
     ],
 )
 def test_kernels_c_im2col_matches_a_walk_of_its_loops(p, tier):
@@ -67,7 +67,7 @@ def test_kernels_c_im2col_matches_a_walk_of_its_loops(p, tier):
 
 
 def test_kernels_c_reverse_route_reads_the_upscaled_zeros_as_padding():
-    p = conv._transpose_shape((1, 3, 4, 20), (8, 3, 3), (2, 2))
+    p = conv_sweep._transpose_shape((1, 3, 4, 20), (8, 3, 3), (2, 2))
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     pad = tile(p, "padding")
     q = {**p, "padding.h": f.h - 1 - pad.h, "padding.w": f.w - 1 - pad.w, "stride.h": 1, "stride.w": 1}
@@ -89,14 +89,14 @@ def test_mve_column_calls_flush_when_the_slots_are_full():
     edge = np.array([[False, True, True, True, True, True, True, False]])
     assert mve_column_calls(edge, 1) == [4, 4]
     assert mve_column_calls(np.array([[False, False, True]]), 1) == [1, 2]
-    p = conv._shape((1, 1, 12, 8), (8, 1, 3), padding=(0, 1))
+    p = conv_sweep._shape((1, 1, 12, 8), (8, 1, 3), padding=(0, 1))
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     direct = mve_direct(i, f, o, tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1), 1)
     assert direct.tolist() == [[False] + [True] * 10 + [False]]
 
 
 def test_cmsis_1_x_n_on_mve_is_three_mat_mults_and_two_im2col_rows():
-    p = conv._shape((1, 1, 12, 8), (8, 1, 3), padding=(0, 1))
+    p = conv_sweep._shape((1, 1, 12, 8), (8, 1, 3), padding=(0, 1))
     f = conv.FORMULAS["arm_convolve_1_x_n_s8"].features(p, "mve")
     assert f["mat_calls"] == 3 and f["set_calls"] == 2 and f["copy_calls"] == 2
     # 1 + 10 + 1 columns: two full 4-column passes in the middle, the rest one column at a time
@@ -107,10 +107,10 @@ def test_cmsis_1_x_n_on_mve_is_three_mat_mults_and_two_im2col_rows():
 
 
 def test_cmsis_conv_im2col_loops_per_filter_row_and_upscaled_tap():
-    p = conv._shape((1, 6, 6, 4), (8, 3, 2))
+    p = conv_sweep._shape((1, 6, 6, 4), (8, 3, 2))
     f = conv.FORMULAS["arm_convolve_s8"].features(p, "dsp")
     assert f["tap_rows"] == 6 * 6 * 3
-    r = conv._transpose_shape((1, 4, 4, 24), (8, 3, 3), (2, 2))
+    r = conv_sweep._transpose_shape((1, 4, 4, 24), (8, 3, 3), (2, 2))
     g = conv.FORMULAS["arm_transpose_conv_wrapper_s8/reverse_conv"].features(r, "mve")
     # upscaled 8x8, padding 1: per output row the filter rows at even upscaled rows inside the input
     kept = sum(1 for oy in range(8) for ky in range(3) if 0 <= oy - 1 + ky < 8 and (oy - 1 + ky) % 2 == 0)
