@@ -52,10 +52,7 @@ def im2col_features(
     contiguous = (groups == 1 and d.w == 1 and up_w == 0) & (x0 >= 0) & (x0 + f.w <= i.w)  # per ox
     rows_valid = [_inside(y0 + ky * d.h, i.h, up_h) for ky in range(f.h)]  # per ky: per oy
     taps_valid = [_inside(x0 + kx * d.w, i.w, up_w) for kx in range(f.w)]  # per kx: per ox
-    built = np.ones((o.h, o.w), dtype=bool)
-    if tier == "mve" and f.h == 1 and up_h == 0 and up_w == 0 and (f.w == 1 or (d.w == 1 and groups == 1)):
-        y_ok = (y0 >= 0) & (y0 < i.h)
-        built = ~(y_ok[:, None] & ((x0 >= 0) & (x0 + f.w <= i.w))[None, :])
+    built = ~mve_direct(i, f, o, s, pad, d, groups, up) if tier == "mve" else np.ones((o.h, o.w), dtype=bool)
     times = o.n * groups
     lanes = BLOCKING[tier].reduce_lanes
     ops = ByteOps(tier, skip_empty=False)
