@@ -7,19 +7,18 @@ arm_transpose_conv_s8 or to arm_convolve_s8 on the zero-upscaled input
 (``arm_transpose_conv_wrapper_s8/reverse_conv``).
 
 Features of a convolution (P = N·OH·OW output pixels, C = output channels per group,
-K = KH·KW·C_IN/groups the reduction, G groups; blocking from :data:`isa_models.shapes.BLOCKING`:
-L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
+K = KH·KW·C_IN/groups the reduction, G groups; blocking from :data:`isa_models.shapes.BLOCKING`
+except scalar's 2 x 2 (:data:`_SCALAR_MAT_MULT`): L reduction lanes, Pb pixels and Cb channels
+per mat-mult pass)::
 
     call      = 1                                     per-call setup
     out_rows  = N·OH·G                                per output row (strided 1x1: one mat-mult
                                                       per row, its column blocking per row)
     pixels    = P·G                                   per im2col column: loop and pointer setup
     outputs   = P·C·G                                 per-output requantization and store
-    im2col    = Σ valid input bytes copied to columns (0 for the 1x1 kernels: they read in place)
-    im2col_pad= padded column bytes filled with the input offset
-    im2col_runs = runs copied into the columns (per pixel and filter row: one run when the taps
-                are adjacent inside the input, else one per tap), im2col_scalar = their elements
-                outside whole L-blocks (copied one by one)
+    im2col_*  = the column building of the kernels that need one (CMSIS-NN: ``_im2col_calls``;
+                kernels_c: :func:`isa_models.conv_kernels_c.im2col_features`); the 1x1 kernels
+                read their columns in place
     blocks    = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/L⌋·G  (MVE: ⌈P/Pb⌉·C·⌈K/L⌉·G, the K tail is predicated)
     k_tail    = ⌊P/Pb⌋·Pb·C·(K mod L)·G   (0 on MVE)                 scalar tail MACs
     blocks16  = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/16⌋·G (DSP)        CMSIS-NN's 16-wide unrolled K loop
@@ -30,21 +29,33 @@ L reduction lanes, Pb pixels and Cb channels per mat-mult pass)::
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 
-These are kernels_c's arm_convolve_s8 features. CMSIS-NN's arm_convolve_s8 builds its columns
-with one memcpy/memset per (pixel, tap) and widens them to int16 off MVE: ``_cmsis_conv_features``.
-A transpose convolution (arm_transpose_conv_s8) is costed per library: CMSIS-NN scatters input
-rows into an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per output
-pixel (``_kernels_c_transpose_features``); each docstring has the features.
+These are the 1x1 kernels' features. CMSIS-NN's
+arm_convolve_s8 builds its columns with a loop trip per (pixel, filter row) and one
+memcpy/memset per (pixel, tap), and widens them to int16 off MVE (``_cmsis_conv_features``);
+its 1xN kernel is that off MVE and three mat-mults on MVE (``_cmsis_1_x_n_features``).
+kernels_c's arm_convolve_s8, 1xN kernel and reverse transpose route count its own im2col
+loops (``_kernels_c_conv_features``, :mod:`isa_models.conv_kernels_c`). A transpose
+convolution (arm_transpose_conv_s8) is costed per library: CMSIS-NN scatters input rows into
+an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per output pixel
+(:func:`isa_models.conv_kernels_c.transpose_features`); each docstring has the features.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from isa_models.conv_kernels_c import (
+    filter_reversal,
+    im2col_features,
+    mve_column_calls,
+    mve_direct,
+    transpose_features,
+)
+from isa_models.conv_sweep import sweep
 from isa_models.formula import Features, Formula
-from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps
+from isa_models.shapes import BLOCKING, Blocking, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
-from kernels_py.types import ConvParams, TransposeConvParams
+from kernels_py.types import ConvParams, Tile, TransposeConvParams
 
 FAMILY = "conv"
 
@@ -81,12 +92,18 @@ def conv_bytes(p: Params) -> tuple[int, int]:
     return i.n * i.h * i.w * i.c + weights, o.n * o.h * o.w * o.c
 
 
+#: Scalar mat-mults block 2 columns x 2 output channels, one MAC per step, a last odd column or
+#: channel in loops of their own: CMSIS-NN's non-DSP arm_nn_mat_mult_kernel_s8_s16 and
+#: arm_nn_mat_mult_nt_t_s8, kernels_c's ``mat_s16_2col`` / ``mat_s8_2col``.
+_SCALAR_MAT_MULT = Blocking(reduce_lanes=1, columns=2, channels=2, channel_lanes=1, element_lanes=1)
+
+
 def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool = False) -> dict[str, float]:
     """Inner-loop passes of a blocked mat-mult (``columns`` pixels x ``channels`` rows x ``depth``)
     and the MACs of its leftover column and channel (odd counts on DSP, < 4 pixels on MVE).
-    ``padded`` (kernels_c's MVE engine): the last < 4 columns run as one more 4-column pass,
+    ``padded`` (kernels_c's engines): on MVE the last < 4 columns run as one more 4-column pass,
     K in 16-lane steps and one predicated tail step (k_tail)."""
-    b = BLOCKING[tier]
+    b = _SCALAR_MAT_MULT if tier == "scalar" else BLOCKING[tier]
     full_cols, odd_cols = divmod(columns, b.columns)
     full_chans, odd_chans = divmod(channels, b.channels)
     if tier == "mve" and padded:  # 16-lane K steps, then one predicated tail step
@@ -106,7 +123,7 @@ def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool =
         "blocks": float(full_cols * full_chans * k_passes),
         # CMSIS-NN's DSP mat-mult unrolls K by 16 before its 4-wide loop, and sums each weight row
         # (for the input offset) once per call: both are features of their own.
-        "blocks16": float(full_cols * full_chans * (depth // 16)),
+        "blocks16": float(full_cols * full_chans * (depth // 16)) if tier == "dsp" else 0.0,
         "weight_sums": float(channels * depth),
         "k_tail": float(full_cols * b.columns * channels * k_left),
         "odd_columns": float(odd_cols * channels * depth),
@@ -114,68 +131,26 @@ def _mat_mult(tier: str, columns: int, channels: int, depth: int, padded: bool =
     }
 
 
-def _head_tail(start: int, n: int, lanes: int) -> int:
-    """Elements of the run [start, start + n) outside whole ``lanes``-blocks of the column."""
-    if lanes == 1:
-        return 0
-    head = min((-start) % lanes, n)
-    body_end = (start + n) - (start + n) % lanes
-    return head + max(start + n - max(body_end, start + head), 0)
-
-
-def _im2col_runs(i, f, o, s, pad, d, groups: int, lanes: int) -> tuple[int, int]:
-    """(runs, elements outside whole blocks) of building the columns: per pixel and filter row,
-    one run of KW·C when the row is padding or the pixel's taps are adjacent inside the input
-    (unit dilation, not grouped), else one run of C per tap (kernels_c ``im2col_pair``)."""
-    n = f.c
-    row_elements = f.w * n
-    adjacent = groups == 1 and d.w == 1
-    contiguous_cols = sum(
-        1 for ox in range(o.w) if adjacent and ox * s.w - pad.w >= 0 and ox * s.w - pad.w + f.w <= i.w
-    )
-    split_cols = o.w - contiguous_cols
-    runs = scalar = 0
-    for ky in range(f.h):
-        valid_rows = sum(1 for oy in range(o.h) if 0 <= oy * s.h - pad.h + ky * d.h < i.h)
-        whole = _head_tail(ky * row_elements, row_elements, lanes)
-        per_tap = sum(_head_tail(ky * row_elements + kx * n, n, lanes) for kx in range(f.w))
-        pad_rows = o.h - valid_rows
-        runs += valid_rows * (contiguous_cols + split_cols * f.w) + pad_rows * o.w
-        scalar += valid_rows * (contiguous_cols * whole + split_cols * per_tap) + pad_rows * o.w * whole
-    return o.n * groups * runs, o.n * groups * scalar
-
-
 def _conv_features(
-    p: Params, tier: str, *, in_place: bool, row_wise: bool = False, kernels_c: bool = False
-) -> Features:
+    p: Params, tier: str, *, row_wise: bool = False, kernels_c: bool = False
+) -> dict[str, float]:
+    """call, out_rows, pixels, outputs and the mat-mult features (the 1x1 kernels: all of them;
+    the others add their im2col's)."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
     per_group = max(f.n // groups, 1)
     pixels = o.n * o.h * o.w
     depth = f.h * f.w * f.c
     mat = _mat_mult(tier, pixels, per_group, depth, kernels_c)
-    if row_wise and not (kernels_c and tier == "mve"):  # one mat-mult per output row (strided 1x1): the
-        # column blocking restarts each row (kernels_c's MVE engine keeps collecting 4 columns)
+    if row_wise and not kernels_c:  # CMSIS-NN: one mat-mult per output row (strided 1x1), the column
+        # blocking restarts each row (kernels_c's 1x1 engines keep pairing / collecting 4 columns across rows)
         per_row = _mat_mult(tier, o.w, per_group, depth, kernels_c)
         mat = {k: v * o.n * o.h for k, v in per_row.items()}
-    if in_place:
-        copied, padded, runs, scalar = 0, 0, 0, 0
-    else:
-        rows = valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h)
-        cols = valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
-        copied = o.n * rows * cols * f.c * groups
-        padded = pixels * depth * groups - copied
-        runs, scalar = _im2col_runs(i, f, o, s, pad, d, groups, BLOCKING[tier].reduce_lanes)
     return {
         "call": 1.0,
         "out_rows": float(o.n * o.h * groups),
         "pixels": float(pixels * groups),
         "outputs": float(pixels * per_group * groups),
-        "im2col": float(copied),
-        "im2col_pad": float(padded),
-        "im2col_runs": float(runs),
-        "im2col_scalar": float(scalar),
         **{k: v * groups for k, v in mat.items()},
     }
 
@@ -187,7 +162,9 @@ def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> di
     pixel's column (scalar/DSP: two columns of K bytes at a word-aligned base; MVE: the WLSTP
     loop, where alignment does not matter); the source offset is (y·W + x)·C_IN + g·C.
     ``upscale`` (the transpose-conv wrapper's stride-2 input): per pixel one memset of the
-    whole column, then copies of the taps at even upscaled positions only."""
+    whole column, then, in the filter rows not skipped (padding, odd upscaled rows), a loop over
+    the taps (upscaled_taps) copying those at even upscaled positions only. tap_rows = P·KH·G
+    counts the filter-row loop."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
@@ -197,9 +174,10 @@ def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> di
     parity = ((oy[:, None] * o.w + ox[None, :]) % 2) if tier != "mve" else np.zeros((o.h, o.w), int)
     up_h, up_w = upscale
     upscaled = up_h > 1 or up_w > 1
+    column_fill = ByteOps(tier, skip_empty=False)  # the upscaled route's whole-column memset
     if upscaled:
         for col in (0, 1) if tier != "mve" else (0,):
-            ops.fill(depth, col * depth, o.n * groups * int((parity == col).sum()))
+            column_fill.fill(depth, col * depth, o.n * groups * int((parity == col).sum()))
     for g in range(groups):
         for ky in range(f.h):
             y = oy * s.h - pad.h + ky * d.h
@@ -220,7 +198,13 @@ def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> di
                     for r in range(4):
                         if counts[r]:
                             ops.copy(f.c, dst, r, o.n * int(counts[r]))
-    return {k: v for k, v in ops.f.items() if v or k in ("copy_calls", "set_calls")}
+    rows = {"tap_rows": float(o.n * groups * o.h * o.w * f.h)}  # the per-(pixel, filter row) loop trips
+    if upscaled:  # the tap loop runs (and tests each tap's column) only in rows it does not skip
+        y = oy[:, None] * s.h - pad.h + np.arange(f.h)[None, :] * d.h
+        kept = int(((y >= 0) & (y < i.h) & (y % up_h == 0)).sum())
+        rows["upscaled_taps"] = float(o.n * groups * kept * o.w * f.w)
+    rows.update({f"column_{k}": v for k, v in column_fill.f.items() if v})
+    return {**rows, **{k: v for k, v in ops.f.items() if v or k in ("copy_calls", "set_calls")}}
 
 
 def _cmsis_conv_features(p: Params, tier: str) -> Features:
@@ -228,12 +212,16 @@ def _cmsis_conv_features(p: Params, tier: str) -> Features:
     calls per (pixel, tap) (:func:`_im2col_calls`) and, off MVE, each column widened to int16
     (``arm_s8_to_s16_unordered_with_offset`` / ``arm_q7_to_q15_with_offset``: 4 per pass and
     a tail): widen_blocks = P·⌊K/4⌋·G, widen_tail = P·(K mod 4)·G (scalar: widen_tail = P·K·G)."""
-    features = {k: v for k, v in _conv_features(p, tier, in_place=False).items()
-                if k not in ("im2col", "im2col_runs", "im2col_scalar")}  # fmt: skip
+    features = _conv_features(p, tier)
     f, o, i = dims(p, "filter_dims"), dims(p, "output_dims"), dims(p, "input_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
     columns = o.n * o.h * o.w * groups
     depth = f.h * f.w * f.c
+    copied = (
+        o.n * valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h) * valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w) * f.c
+    )
+    features["im2col_pad"] = float(columns * depth - copied * groups)  # column bytes in the padding
     if tier == "dsp":
         features["widen_blocks"], features["widen_tail"] = (
             float(columns * (depth // 4)),
@@ -244,17 +232,35 @@ def _cmsis_conv_features(p: Params, tier: str) -> Features:
     return {**features, **_im2col_calls(p, tier)}
 
 
-def _reverse_conv_params(p: Params) -> dict[str, int]:
-    """The arm_convolve_s8 call arm_transpose_conv_wrapper_s8 makes: the input upscaled by the
-    stride (zeros between pixels), padded by KH-1-padding, stride 1, the filter reversed."""
+def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_convolve_1_x_n_s8: off MVE it is arm_convolve_s8 (:func:`_cmsis_conv_features`).
+    On MVE, per image, three ``arm_nn_mat_mult_nt_t_s8`` calls (mat_calls) over the left-padded,
+    unpadded and right-padded output columns (their 4-column blocking each: :func:`_mat_mult`),
+    the unpadded ones reading the input in place; the padded columns' single im2col row is built
+    by a memset and a memcpy each side (:class:`isa_models.shapes.ByteOps`). A padding the split
+    cannot cover falls back to arm_convolve_s8."""
+    if tier != "mve":
+        return _cmsis_conv_features(p, tier)
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad = tile(p, "stride", 1), tile(p, "padding")
-    up_h, up_w = (i.h - 1) * s.h + 1, (i.w - 1) * s.w + 1
-    q = dict(p)
-    q.update({"input_dims.h": up_h, "input_dims.w": up_w, "stride.h": 1, "stride.w": 1})
-    q.update({"padding.h": max(f.h - 1 - pad.h, 0), "padding.w": max(f.w - 1 - pad.w, 0)})
-    q.update({"dilation.h": 1, "dilation.w": 1, "output_dims.h": o.h, "output_dims.w": o.w})
-    return q
+    total = (o.w - 1) * s.w + f.w - i.w
+    asym = total % 2
+    right = max(1, ceil_div(pad.w + asym, s.w)) if pad.w + asym else 0
+    left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
+    middle = max(o.w - right - left, 0)
+    if pad.w * 2 + asym != total or right + middle + left != o.w:
+        return _cmsis_conv_features(p, tier)
+    depth = f.w * f.c
+    features: dict[str, float] = {"call": 1.0, "mat_calls": 3.0 * o.n, "outputs": float(o.n * o.w * o.c)}
+    for rows in (left, middle, right):
+        for k, v in _mat_mult(tier, rows, o.c, depth).items():
+            features[k] = features.get(k, 0.0) + o.n * v
+    ops = ByteOps(tier, skip_empty=False)
+    ops.fill(pad.w * f.c, 0, o.n)
+    ops.copy(depth, 0, 0, o.n)
+    ops.copy(depth - f.c, 0, 0, o.n)
+    ops.fill(right * f.c if asym else pad.w * f.c, 0, o.n)
+    return {**features, **{k: v for k, v in ops.f.items() if v}}
 
 
 def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
@@ -267,8 +273,7 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     q = dict(p)
     q.update({"input_dims.h": i.h * s.h, "input_dims.w": i.w * s.w, "stride.h": 1, "stride.w": 1})
     q.update({"padding.h": f.h - 1 - pad.h, "padding.w": f.w - 1 - pad.w, "dilation.h": 1, "dilation.w": 1})
-    features = {k: v for k, v in _conv_features(q, tier, in_place=False).items()
-                if k not in ("im2col", "im2col_pad", "im2col_runs", "im2col_scalar")}  # fmt: skip
+    features = _conv_features(q, tier)
     o = dims(p, "output_dims")
     columns, depth = o.n * o.h * o.w, f.h * f.w * f.c
     if tier == "dsp":
@@ -284,13 +289,65 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     return {**features, **_im2col_calls(q, tier, (s.h, s.w))}
 
 
-def _reverse_conv_features(p: Params, tier: str) -> Features:
-    features = dict(_conv_features(_reverse_conv_params(p), tier, in_place=False))
-    i = dims(p, "input_dims")
-    s = tile(p, "stride", 1)
-    features["upscale"] = float(i.n * ((i.h - 1) * s.h + 1) * ((i.w - 1) * s.w + 1) * i.c)
-    del features["im2col_pad"]  # the upscaled buffer's zeros are copied like data
-    return features
+def _kernels_c_mve_slots(p: Params) -> int:
+    """Columns kernels_c's MVE engine can stage: the wrapper's scratch over the column length, at
+    most 4 (arm_convolve_s8's size is 4 whole-vector columns; the 1xN kernel's holds one padded
+    edge row, ``rs_convolve_1_x_n_s8_buffer_size_tier``)."""
+    if conv_route(p) != "arm_convolve_1_x_n_s8":
+        return 4
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    depth = f.w * f.c
+    total = (o.w - 1) * s.w + f.w - i.w
+    asym = total % 2
+    right = max(1, ceil_div(pad.w + asym, s.w)) if pad.w + asym else 0
+    left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
+    middle = max(o.w - right - left, 0)
+    if right + middle + left != o.w:
+        return 4
+    size = max(depth + pad.w * f.c, depth - f.c + (right * f.c if asym else pad.w * f.c))
+    return min(4, size // depth)
+
+
+def _kernels_c_conv_features(p: Params, tier: str, reverse: bool = False) -> Features:
+    """kernels_c's arm_convolve_s8 (conv_s8_{scalar,dsp,mve}.c engines): per call, output row,
+    pixel and output; the mat-mult of :func:`_mat_mult` (MVE: 4-column passes with a
+    predicated K tail, the last < 4 columns as one more pass); im2col as
+    :func:`isa_models.conv_kernels_c.im2col_features` runs it. ``reverse``: the transpose-conv
+    wrapper's reverse route, the filter reversed (:func:`~isa_models.conv_kernels_c.filter_reversal`)
+    then this convolution on the input upscaled by the stride (virtually: up = stride 2), padding
+    K−1−pad, stride 1."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    up = (0, 0)
+    extra: dict[str, float] = {}
+    if reverse:
+        up = (int(s.h == 2), int(s.w == 2))
+        pad = Tile(w=f.w - 1 - pad.w, h=f.h - 1 - pad.h)
+        s = d = Tile(w=1, h=1)
+        extra = filter_reversal(f, tier)
+    groups = max(i.c // max(f.c, 1), 1)
+    per_group = max(f.n // groups, 1)
+    pixels = o.n * o.h * o.w
+    depth = f.h * f.w * f.c
+    mat = _mat_mult(tier, pixels, per_group, depth, True)
+    slots = _kernels_c_mve_slots(p) if tier == "mve" and not reverse else 4
+    if slots < 4:  # the 1xN kernel's scratch holds fewer columns: im2col'd columns flush early
+        calls = mve_column_calls(mve_direct(i, f, o, s, pad, d, groups, up), slots)
+        passes = o.n * len(calls) * per_group
+        partial = o.n * sum(n for n in calls if n < 4)
+        mat = {"blocks": float(passes * (depth // 16)), "k_tail": float(passes * (depth % 16 != 0)),
+               "passes": float(passes), "odd_columns": float(partial * per_group * ceil_div(depth, 16)),
+               "odd_channels": 0.0}  # fmt: skip
+    return {
+        "call": 1.0,
+        "out_rows": float(o.n * o.h * groups),
+        "pixels": float(pixels * groups),
+        "outputs": float(pixels * per_group * groups),
+        **im2col_features(i, f, o, s, pad, d, groups, tier, up),
+        **{k: v * groups for k, v in mat.items()},
+        **extra,
+    }
 
 
 def _cmsis_transpose_features(p: Params, tier: str) -> Features:
@@ -337,43 +394,9 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
                 "quad_tail": float(taps_q * tail), "single_taps": float(taps_s),
                 "single_blocks": float(taps_s * per_pass), "single_tail": float(taps_s * tail),
                 "outputs": float(o.n * o.h * o.w * (ceil_div(oc, 4) if tier == "mve" else oc))}  # fmt: skip
+    groups = quads + pairs + singles
+    features["oc_loops"] = float(n * i.h * groups * oc)  # per (input row, pixel group, output channel)
     return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"]}
-
-
-def _gather_taps(out: int, pad: int, stride: int, size: int, kernel: int) -> list[int]:
-    """Per output position, the filter taps that reach it (kernels_c ``tc_tap_range``)."""
-    counts = []
-    for o in range(out):
-        t = o + pad
-        lo, hi = max(t % stride, t - (size - 1) * stride), min(kernel - 1, t)
-        counts.append((hi - lo) // stride + 1 if hi >= lo else 0)
-    return counts
-
-
-def _kernels_c_transpose_features(p: Params, tier: str) -> Features:
-    """kernels_c's arm_transpose_conv_s8 gathers per output pixel: per pair of output channels
-    (then the odd one) a dot product over C_IN for every filter tap that reaches the pixel
-    (rows: reaching filter rows, each with an integer division; taps: reaching taps), C_IN
-    in ⌊C_IN/4⌋ SMLAD blocks + C_IN mod 4 (DSP), ⌊C_IN/16⌋ vectors + one predicated tail (MVE)
-    or one by one (scalar); one requantization per output."""
-    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad = tile(p, "stride", 1), tile(p, "padding")
-    cy = sum(_gather_taps(o.h, pad.h, s.h, i.h, f.h))
-    cx = sum(_gather_taps(o.w, pad.w, s.w, i.w, f.w))
-    rows, taps = o.n * cy * o.w, o.n * cy * cx
-    c = i.c
-    if tier == "dsp":
-        per, tail = c // 4, c % 4
-    elif tier == "mve":
-        per, tail = c // 16, int(c % 16 != 0)
-    else:
-        per, tail = 0, c
-    pairs, odd = o.c // 2, o.c % 2
-    return {"call": 1.0, "pixels": float(o.n * o.h * o.w), "outputs": float(o.n * o.h * o.w * o.c),
-            "pair_rows": float(rows * pairs), "pair_taps": float(taps * pairs),
-            "pair_blocks": float(taps * pairs * per), "pair_tail": float(taps * pairs * tail),
-            "odd_rows": float(rows * odd), "odd_taps": float(taps * odd),
-            "odd_blocks": float(taps * odd * per), "odd_tail": float(taps * odd * tail)}  # fmt: skip
 
 
 def transpose_macs(p: Params) -> int:
@@ -391,45 +414,39 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "im2col (memcpy/memset per tap) + mat-mult: call, pixels, outputs, blocks, k_tail",
-            library_features=(
-                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=False, kernels_c=True)),
-            ),
+            library_features=(("kernels_c", _kernels_c_conv_features),),
         ),
         Formula(
             "arm_convolve_1x1_s8_fast",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, in_place=True),
+            lambda p, tier: _conv_features(p, tier),
             conv_macs,
             conv_bytes,
             "1x1, unit stride: the input is the column matrix; call, pixels, outputs, blocks, k_tail",
-            library_features=(
-                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=True, kernels_c=True)),
-            ),
+            library_features=(("kernels_c", lambda p, t: _conv_features(p, t, kernels_c=True)),),
         ),
         Formula(
             "arm_convolve_1x1_s8",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, in_place=True, row_wise=True),
+            lambda p, tier: _conv_features(p, tier, row_wise=True),
             conv_macs,
             conv_bytes,
             "1x1, any stride: strided rows read in place; call, pixels, outputs, blocks, k_tail",
             library_features=(
                 (
                     "kernels_c",
-                    lambda p, t: _conv_features(p, t, in_place=True, row_wise=True, kernels_c=True),
+                    lambda p, t: _conv_features(p, t, row_wise=True, kernels_c=True),
                 ),
             ),
         ),
         Formula(
             "arm_convolve_1_x_n_s8",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, in_place=False),
+            _cmsis_1_x_n_features,
             conv_macs,
             conv_bytes,
             "1 x N row convolution: as arm_convolve_s8",
-            library_features=(
-                ("kernels_c", lambda p, t: _conv_features(p, t, in_place=False, kernels_c=True)),
-            ),
+            library_features=(("kernels_c", _kernels_c_conv_features),),
         ),
         Formula(
             "arm_transpose_conv_s8",
@@ -438,7 +455,7 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "row buffer: 4-pixel and single-pixel scatter passes per filter row and tap, requant",
-            library_features=(("kernels_c", _kernels_c_transpose_features),),
+            library_features=(("kernels_c", transpose_features),),
         ),
         Formula(
             "arm_transpose_conv_wrapper_s8/reverse_conv",
@@ -447,7 +464,7 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "reversed filter + arm_convolve_s8 on the upscaled input (kernels_c: conv features + upscale)",
-            library_features=(("kernels_c", _reverse_conv_features),),
+            library_features=(("kernels_c", lambda p, t: _kernels_c_conv_features(p, t, reverse=True)),),
         ),
     )
 }
@@ -463,176 +480,6 @@ def route(function: str, p: Params, tier: str) -> str:
 
 
 PUBLIC = ("arm_convolve_wrapper_s8", "arm_transpose_conv_wrapper_s8", *FORMULAS)
-
-
-def _shape(
-    x: tuple[int, int, int, int],
-    f: tuple[int, int, int],
-    stride: tuple[int, int] = (1, 1),
-    padding: tuple[int, int] | None = None,
-    dilation: tuple[int, int] = (1, 1),
-    groups: int = 1,
-) -> dict[str, int]:
-    """A conv call's params (VECTORS.md names); ``padding`` None = TFLite SAME."""
-    n, h, w, c = x
-    oc, kh, kw = f
-    p: dict[str, int] = {}
-    out = []
-    pads = []
-    for size, k, st, d, pd in zip((h, w), (kh, kw), stride, dilation, padding or (None, None), strict=True):
-        extent = d * (k - 1) + 1
-        if pd is None:
-            o = ceil_div(size, st)
-            pd = max((o - 1) * st + extent - size, 0) // 2
-        else:
-            o = conv.conv_output_size(size, k, st, pd, d)
-        out.append(o)
-        pads.append(pd)
-    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (oc, kh, kw, c // groups)),
-                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
-        for k_, v in zip("nhwc", dd, strict=True):
-            p[f"{name}.{k_}"] = v
-    p.update({"stride.h": stride[0], "stride.w": stride[1], "padding.h": pads[0], "padding.w": pads[1]})
-    p.update({"dilation.h": dilation[0], "dilation.w": dilation[1]})
-    return p
-
-
-def sweep() -> list[tuple[str, dict[str, int]]]:
-    """The designed calibration shapes: (public function, params). Each route gets shapes that
-    vary pixels, channels and depth independently, including odd tails and real layers."""
-    w = "arm_convolve_wrapper_s8"
-    general = [
-        _shape((1, 12, 12, 8), (16, 3, 3)),
-        _shape((1, 16, 16, 3), (16, 3, 3), stride=(2, 2)),
-        _shape((1, 10, 10, 16), (8, 3, 3), padding=(0, 0)),
-        _shape((1, 8, 8, 5), (7, 5, 5)),
-        _shape((1, 25, 5, 1), (64, 10, 4), stride=(2, 2)),  # KWS first layer, shrunk
-        _shape((1, 9, 9, 12), (13, 3, 3), dilation=(2, 2)),
-        _shape((2, 6, 6, 4), (9, 3, 2)),
-        _shape((1, 16, 16, 16), (16, 3, 3)),  # IC conv
-        _shape((1, 12, 12, 32), (32, 3, 3), stride=(2, 2)),
-        _shape((1, 7, 7, 3), (5, 3, 3)),
-        _shape((1, 8, 8, 16), (16, 3, 3), groups=2),
-        _shape((1, 14, 14, 6), (24, 3, 3)),
-    ]
-    fast = [_shape((1, h, wd, c), (oc, 1, 1)) for h, wd, c, oc in (
-        (8, 8, 16, 16), (12, 12, 32, 32), (6, 6, 64, 24), (5, 5, 7, 9), (10, 10, 24, 48),
-        (4, 4, 128, 64), (25, 5, 64, 64), (3, 7, 33, 17), (12, 12, 8, 64), (6, 6, 96, 96),
-    )]  # fmt: skip
-    strided = [_shape((1, h, wd, c), (oc, 1, 1), stride=s) for h, wd, c, oc, s in (
-        (16, 16, 16, 32, (2, 2)), (12, 12, 32, 64, (2, 2)), (9, 9, 12, 8, (3, 3)), (8, 8, 64, 32, (2, 2)),
-        (10, 10, 24, 24, (2, 1)), (14, 14, 7, 13, (2, 2)), (16, 16, 32, 16, (2, 2)), (6, 6, 48, 48, (2, 2)),
-    )]  # fmt: skip
-    one_x_n = [_shape((1, 1, wd, c), (oc, 1, k), padding=(0, pad)) for wd, c, oc, k, pad in (
-        (64, 32, 32, 5, 2), (40, 16, 24, 3, 1), (100, 8, 16, 7, 0), (32, 64, 64, 3, 1),
-        (50, 4, 12, 9, 4), (24, 20, 20, 5, 0), (80, 12, 8, 3, 1), (16, 96, 48, 4, 0),
-    )]  # fmt: skip
-    t = "arm_transpose_conv_wrapper_s8"
-    transposed = []
-    for x, f, s in (
-        ((1, 4, 4, 8), (8, 3, 3), (2, 2)), ((1, 6, 6, 4), (6, 2, 2), (2, 2)), ((1, 5, 5, 12), (4, 3, 3), (3, 3)),
-        ((1, 8, 8, 6), (10, 3, 3), (1, 1)), ((1, 3, 7, 16), (8, 4, 4), (2, 2)), ((1, 6, 6, 10), (16, 3, 3), (3, 3)),
-        ((1, 8, 8, 3), (5, 5, 5), (2, 2)), ((1, 4, 6, 8), (12, 2, 2), (2, 2)),
-    ):  # fmt: skip
-        transposed.append(_transpose_shape(x, f, s))
-    reverse = [_transpose_shape(x, f, s) for x, f, s in (
-        ((1, 4, 4, 24), (8, 3, 3), (2, 2)), ((1, 6, 6, 32), (16, 3, 3), (2, 2)), ((1, 5, 5, 20), (12, 2, 2), (2, 2)),
-        ((1, 8, 8, 17), (8, 3, 3), (1, 1)), ((1, 4, 8, 48), (16, 4, 4), (2, 2)), ((1, 6, 6, 64), (8, 3, 3), (2, 2)),
-        ((1, 3, 3, 32), (32, 3, 3), (2, 2)), ((1, 7, 5, 24), (6, 3, 3), (1, 2)),
-    )]  # fmt: skip
-    general += _drawn(11, 40, _draw_general)
-    fast += _drawn(12, 16, _draw_fast)
-    strided += _drawn(13, 16, _draw_strided)
-    one_x_n += _drawn(14, 16, _draw_1_x_n)
-    transposed += _drawn(15, 24, lambda r: _draw_transpose(r, reverse=False))
-    reverse += _drawn(16, 12, lambda r: _draw_transpose(r, reverse=True))
-    return [(w, s) for s in general + fast + strided + one_x_n] + [(t, s) for s in transposed + reverse]
-
-
-#: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
-MAX_DRAWN_MACS = 400_000
-
-
-def _drawn(seed: int, count: int, draw) -> list[dict[str, int]]:
-    """``count`` shapes from ``draw`` with a fixed seed (a space-filling part of the designed
-    sweep: the hand-picked shapes above pin the corners, these fill the space between)."""
-    rng = np.random.default_rng(seed)
-    out: list[dict[str, int]] = []
-    while len(out) < count:
-        p = draw(rng)
-        if (
-            p is not None
-            and min(p["output_dims.h"], p["output_dims.w"]) > 0
-            and (transpose_macs(p) if "padding_offsets.h" in p else conv_macs(p)) <= MAX_DRAWN_MACS
-        ):
-            out.append(p)
-    return out
-
-
-def _pick(rng, values):
-    return int(rng.choice(values))
-
-
-def _draw_general(rng) -> dict[str, int] | None:
-    groups = _pick(rng, [1, 1, 1, 1, 2])
-    c = _pick(rng, [1, 3, 4, 8, 12, 16, 24, 32]) * groups
-    oc = _pick(rng, [4, 8, 13, 16, 24, 32, 48, 64]) * groups
-    k = (_pick(rng, [1, 2, 3, 3, 5]), _pick(rng, [2, 3, 3, 4, 5]))
-    stride = (_pick(rng, [1, 1, 2]),) * 2
-    dilation = (2, 2) if rng.random() < 0.1 else (1, 1)
-    x = (1, _pick(rng, [5, 8, 10, 12, 16, 20]), _pick(rng, [5, 8, 10, 12, 16]), c)
-    padding = None if rng.random() < 0.7 else (0, 0)
-    return _shape(x, (oc, *k), stride=stride, padding=padding, dilation=dilation, groups=groups)
-
-
-def _draw_fast(rng) -> dict[str, int]:
-    x = (1, _pick(rng, [2, 4, 5, 7, 8, 10, 12]), _pick(rng, [3, 4, 5, 8, 10, 12]),
-         _pick(rng, [3, 8, 15, 16, 24, 32, 64, 96, 128]))  # fmt: skip
-    return _shape(x, (_pick(rng, [5, 8, 16, 17, 24, 32, 64, 128]), 1, 1))
-
-
-def _draw_strided(rng) -> dict[str, int]:
-    x = (1, _pick(rng, [6, 8, 10, 12, 16]), _pick(rng, [6, 8, 9, 12, 16]), _pick(rng, [4, 8, 15, 16, 32, 64]))
-    s = (_pick(rng, [2, 2, 3]), _pick(rng, [1, 2, 2]))
-    return _shape(x, (_pick(rng, [8, 16, 17, 32, 64]), 1, 1), stride=s)
-
-
-def _draw_1_x_n(rng) -> dict[str, int]:
-    c = _pick(rng, [4, 8, 12, 16, 32, 64])
-    k = _pick(rng, [2, 3, 4, 5, 7])
-    return _shape((1, 1, _pick(rng, [16, 24, 32, 49, 64, 100]), c), (_pick(rng, [8, 16, 24, 32, 64]), 1, k),
-                  padding=(0, 0))  # fmt: skip
-
-
-def _draw_transpose(rng, *, reverse: bool) -> dict[str, int]:
-    c = _pick(rng, [17, 20, 24, 32, 48, 64]) if reverse else _pick(rng, [1, 3, 4, 8, 12, 16])
-    s = (_pick(rng, [1, 2, 2]),) * 2 if reverse else (_pick(rng, [1, 2, 3]),) * 2
-    x = (1, _pick(rng, [2, 3, 4, 5, 6, 8]), _pick(rng, [2, 3, 4, 6, 8]), c)
-    return _transpose_shape(x, (_pick(rng, [4, 8, 12, 16]), _pick(rng, [2, 3, 4]), _pick(rng, [2, 3, 4])), s)
-
-
-def _transpose_shape(
-    x: tuple[int, int, int, int], f: tuple[int, int, int], s: tuple[int, int]
-) -> dict[str, int]:
-    """A TFLite SAME transpose convolution (output = input · stride), padding as TFLM sets it."""
-    n, h, w, c = x
-    oc, kh, kw = f
-    p: dict[str, int] = {}
-    out, pads, offsets = [], [], []
-    for size, k, st in ((h, kh, s[0]), (w, kw, s[1])):
-        o = size * st
-        total = max((size - 1) * st + k - o, 0)
-        out.append(o)
-        pads.append(total // 2)
-        offsets.append(total // 2 + total % 2)
-    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (oc, kh, kw, c)),
-                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
-        for k_, v in zip("nhwc", dd, strict=True):
-            p[f"{name}.{k_}"] = v
-    p.update({"stride.h": s[0], "stride.w": s[1], "padding.h": pads[0], "padding.w": pads[1]})
-    p.update({"padding_offsets.h": offsets[0], "padding_offsets.w": offsets[1]})
-    p.update({"dilation.h": 1, "dilation.w": 1})
-    return p
 
 
 __all__ = ["FAMILY", "FORMULAS", "PUBLIC", "conv_route", "route", "sweep", "transpose_route"]

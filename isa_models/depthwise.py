@@ -131,7 +131,12 @@ def _generic_features(p: Params, tier: str) -> Features:
         q = o.c // 4
         return {"call": 1.0, "tile_pixels": float(pixels), "tile_channels": float(pixels * i.c),
                 "tiles": float(pixels * q), "tile_rows": float(rows * q), "tile_taps": float(taps * q)}  # fmt: skip
-    out = {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c)}
+    out = {
+        "call": 1.0,
+        "pixels": float(pixels),
+        "in_channels": float(pixels * i.c),
+        "outputs": float(pixels * o.c),
+    }
     return {**out, "out_rows": float(rows * o.c), "macs_valid": float(taps * o.c),
             "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0),
             "dilated_rows": float(rows * o.c if d.w > 1 or d.h > 1 else 0)}  # fmt: skip
@@ -224,10 +229,34 @@ def _kernels_c_ch1_features(p: Params, tier: str) -> Features:
             "tail_taps": float(all_taps * rest)}  # fmt: skip
 
 
+def _kernels_c_ch1_mve_features(p: Params, tier: str) -> Features:
+    """kernels_c's ch_mult 1 loops on MVE (src/depthwise_s8_mve.c ``dw_ch1_mve``): per pixel,
+    ⌊C/8⌋ int16-lane blocks (blocks8: bias, requantize and narrow per block), each over the
+    window's valid rows (row_blocks: a switch unrolled up to 3 taps; wider rows loop:
+    loop_taps) and taps (tap_blocks); then ⌈(C mod 8)/4⌉ predicated int32 passes (tail_passes),
+    each a row loop (tail_rows) of tap loops (tail_taps)."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    rows = _window_counts(i.h, o.h, f.h, s.h, pad.h, d.h)
+    cols = _window_counts(i.w, o.w, f.w, s.w, pad.w, d.w)
+    sum_rows, sum_cols = sum(rows), sum(cols)
+    all_rows, all_taps = o.n * sum_rows * o.w, o.n * sum_rows * sum_cols
+    wide = sum(c for c in cols if c > 3)
+    blocks, tails = o.c // 8, ceil_div(o.c % 8, 4)
+    pixels = o.n * o.h * o.w
+    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c),
+            "blocks8": float(pixels * blocks), "row_blocks": float(all_rows * blocks),
+            "tap_blocks": float(all_taps * blocks), "loop_taps": float(o.n * sum_rows * wide * blocks),
+            "tail_passes": float(pixels * tails), "tail_rows": float(all_rows * tails),
+            "tail_taps": float(all_taps * tails)}  # fmt: skip
+
+
 def _kernels_c_opt_features(p: Params, tier: str) -> Features:
-    """kernels_c's _opt: on DSP its ch_mult 1 loops (:func:`_kernels_c_ch1_features`), else
-    :func:`_features`."""
-    return _kernels_c_ch1_features(p, tier) if tier == "dsp" else _features(p, tier)
+    """kernels_c's _opt: its ch_mult 1 loops (:func:`_kernels_c_ch1_features`,
+    :func:`_kernels_c_ch1_mve_features` on MVE)."""
+    if tier == "mve":
+        return _kernels_c_ch1_mve_features(p, tier)
+    return _kernels_c_ch1_features(p, tier)
 
 
 def _kernels_c_features(p: Params, tier: str) -> Features:
@@ -239,7 +268,7 @@ def _kernels_c_features(p: Params, tier: str) -> Features:
     and taps."""
     mult = value(p, "ch_mult", 1)
     if mult == 1:
-        return _kernels_c_ch1_features(p, tier) if tier == "dsp" else _features(p, tier)
+        return _kernels_c_opt_features(p, tier)
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     pixels = o.n * o.h * o.w
@@ -273,10 +302,11 @@ def _as_conv(p: Params) -> dict[str, int]:
     return q
 
 
-def _to_conv_features(p: Params, tier: str) -> Features:
+def _to_conv_features(p: Params, tier: str, library: str | None = None) -> Features:
+    """The features of the convolution the call becomes, as ``library`` runs it."""
     q = _as_conv(p)
     key = conv_formulas.conv_route(q)
-    return conv_formulas.FORMULAS[key].features(q, tier)
+    return conv_formulas.FORMULAS[key].features_for(library)(q, tier)
 
 
 def _formula(key: str, doc: str) -> Formula:
@@ -305,7 +335,15 @@ FORMULAS: dict[str, Formula] = {
             library_features=(("kernels_c", _kernels_c_opt_features),),
         ),
         _formula("arm_depthwise_conv_3x3_s8", "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)"),
-        Formula(TO_CONV, PUBLIC_WRAPPER, _to_conv_features, macs, nbytes, "MVE: one input channel as a conv"),
+        Formula(
+            TO_CONV,
+            PUBLIC_WRAPPER,
+            _to_conv_features,
+            macs,
+            nbytes,
+            "MVE: one input channel as a conv",
+            library_features=(("kernels_c", lambda p, t: _to_conv_features(p, t, "kernels_c")),),
+        ),
     )
 }
 
@@ -368,7 +406,27 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     rng = np.random.default_rng(24)
     for x, st in _drawn_dw(25, 14, channels=(2, 3, 4, 6, 8, 12)):
         generic.append(_shape(x, (3, 3), ch_mult=int(rng.choice([2, 3, 4, 8])), stride=st))
-    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()]]
+    # ch_mult 1 on the generic route (dilated or batched): its loops are not the ch_mult > 1 ones
+    # (kernels_c: the chunked 4/8-channel passes; CMSIS-NN: one output per input channel), so it
+    # needs shapes of its own that vary window width, channel tails and clipping. Appended last,
+    # so the shapes above keep their fit / held-out roles.
+    generic_ch1 = [_shape(x, k, stride=s, dilation=d) for x, k, s, d in (
+        ((1, 10, 10, 12), (3, 1), (1, 1), (2, 1)), ((2, 6, 6, 20), (3, 3), (1, 1), (1, 1)),
+        ((1, 12, 10, 8), (5, 5), (1, 1), (2, 1)), ((1, 9, 9, 13), (3, 3), (2, 2), (2, 2)),
+        ((2, 5, 7, 24), (2, 4), (1, 1), (1, 1)), ((1, 14, 8, 6), (4, 2), (1, 1), (3, 1)),
+        ((1, 8, 12, 32), (1, 3), (1, 2), (1, 2)), ((2, 8, 6, 9), (3, 5), (1, 1), (1, 1)),
+        ((1, 11, 11, 4), (2, 2), (1, 1), (3, 3)), ((1, 10, 14, 18), (3, 4), (2, 1), (1, 2)),
+        ((2, 7, 7, 40), (2, 1), (2, 2), (1, 1)), ((1, 12, 12, 11), (5, 3), (1, 1), (2, 2)),
+    )]  # fmt: skip
+    # More one-channel inputs (MVE: the route to a convolution, 6 shapes were too few to fit the
+    # convolution's features); appended last for the same reason.
+    to_conv_more = [_shape(x, k, ch_mult=m, stride=s, padding=pd) for x, k, m, s, pd in (
+        ((1, 12, 12, 1), (3, 3), 8, (1, 1), None), ((1, 16, 10, 1), (3, 2), 12, (2, 2), None),
+        ((1, 9, 9, 1), (5, 5), 16, (1, 1), (0, 0)), ((1, 20, 8, 1), (4, 3), 6, (1, 1), None),
+        ((1, 10, 14, 1), (2, 2), 40, (2, 2), (0, 0)), ((1, 8, 8, 1), (3, 3), 96, (1, 1), None),
+        ((1, 14, 10, 1), (3, 5), 10, (2, 1), None), ((1, 6, 12, 1), (2, 4), 28, (1, 1), None),
+    )]  # fmt: skip
+    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()] + generic_ch1 + to_conv_more]
 
 
 def _drawn_dw(seed: int, count: int, *, channels) -> list[tuple[tuple[int, int, int, int], tuple[int, int]]]:

@@ -121,26 +121,10 @@ def test_held_out_error_is_recorded(library, core):
     assert errors and all(0.0 <= e["cycles"] < 10.0 for e in errors.values())
 
 
-#: Files whose every function meets the target on every held-out shape: a regression there fails.
-MEETS_TARGET = {
-    ("cmsis-nn", "cortex-m0plus"),
-    ("cmsis-nn", "cortex-m3"),
-    ("cmsis-nn", "cortex-m4"),
-    ("cmsis-nn", "cortex-m33"),
-    ("kernels_c", "cortex-m4"),
-    ("kernels_c", "cortex-m7"),
-    ("kernels_c", "cortex-m33"),
-}
-_NOT_YET = pytest.mark.xfail(
-    reason="issue 7 target (±10% held out for every function x core) not met yet: see docs/cost-model.md (a)",
-    strict=False,
-)
-
-
-@pytest.mark.parametrize(
-    "library, core", [pytest.param(*pair, marks=() if pair in MEETS_TARGET else _NOT_YET) for pair in PAIRS]
-)
+@pytest.mark.parametrize("library, core", PAIRS)
 def test_held_out_within_target(library, core):
+    """Issue 7's target: every function within ±10% of the instruction-timed cycles on every
+    held-out shape of every shipped calibration."""
     bad = {k: e["cycles"] for k, e in held_out_errors(core, library).items() if e["cycles"] > TARGET}
     assert not bad
 

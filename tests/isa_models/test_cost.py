@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isa_models import conv, depthwise, elementwise, layout
+from isa_models import conv, conv_sweep, depthwise, elementwise, layout
 from isa_models.cost import NO_ESTIMATE, Cost
 from isa_models.fit import fit_coefficients, nnls, relative_errors
 from isa_models.shapes import ceil_div, valid_taps
@@ -70,13 +70,13 @@ def test_valid_taps_counts_taps_inside_the_input():
 
 
 def test_conv_routes_like_kernels_py():
-    p = conv._shape((1, 8, 8, 16), (32, 1, 1))
+    p = conv_sweep._shape((1, 8, 8, 16), (32, 1, 1))
     assert conv.route("arm_convolve_wrapper_s8", p, "dsp") == "arm_convolve_1x1_s8_fast"
-    p = conv._shape((1, 8, 8, 16), (32, 1, 1), stride=(2, 2))
+    p = conv_sweep._shape((1, 8, 8, 16), (32, 1, 1), stride=(2, 2))
     assert conv.route("arm_convolve_wrapper_s8", p, "dsp") == "arm_convolve_1x1_s8"
-    p = conv._shape((1, 1, 32, 8), (8, 1, 3), padding=(0, 0))
+    p = conv_sweep._shape((1, 1, 32, 8), (8, 1, 3), padding=(0, 0))
     assert conv.route("arm_convolve_wrapper_s8", p, "mve") == "arm_convolve_1_x_n_s8"
-    p = conv._shape((1, 8, 8, 3), (8, 3, 3))
+    p = conv_sweep._shape((1, 8, 8, 3), (8, 3, 3))
     assert conv.route("arm_convolve_wrapper_s8", p, "scalar") == "arm_convolve_s8"
 
 
@@ -90,7 +90,7 @@ def test_depthwise_routes_per_tier():
 
 
 def test_conv_features_count_blocks_and_tails():
-    p = conv._shape((1, 3, 3, 5), (3, 1, 1))  # 9 pixels, 3 channels, K = 5
+    p = conv_sweep._shape((1, 3, 3, 5), (3, 1, 1))  # 9 pixels, 3 channels, K = 5
     f = conv.FORMULAS["arm_convolve_1x1_s8_fast"].features(p, "dsp")
     # DSP: 4 full pixel pairs x 1 channel pair x 1 K-block, an odd pixel and an odd channel
     assert f["blocks"] == 4 and f["odd_columns"] == 1 * 3 * 5 and f["odd_channels"] == 4 * 1 * 5
