@@ -27,9 +27,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from isa_models import ethos_u85
 from isa_models.cost import Cost
 from isa_models.errors import IsaModelError
-from isa_models.ethos_u import NpuContext, NpuLayer, layer_cycles
+from isa_models.ethos_u import LayerCycles, NpuContext, NpuLayer, layer_cycles
 from isa_models.ethos_u_arch import Block, get_accelerator
 from isa_models.ethos_u_supported import Call, npu_rejections, unsupported_function
 from isa_models.ethos_u_systems import MEMORY_MODES, MemoryMode, NpuSystem, resolve
@@ -220,8 +221,8 @@ def _layers_of(w: KernelWork, c: Call, next_function: str | None) -> tuple[list[
             return NpuLayer("elementwise", shape, shape, ifm2=shape if two else None, op=op,
                             activation="lut" if op == "lut" else "none")  # fmt: skip
 
-        reduce_max = NpuLayer("reduce", full, per_row, activation="none")
-        reduce_sum = NpuLayer("reduce", full, per_row, activation="none")
+        reduce_max = NpuLayer("reduce", full, per_row, op="max", activation="none")
+        reduce_sum = NpuLayer("reduce", full, per_row, op="sum", activation="none")
         layers = [reduce_max, ew(full, "rescale"), ew(per_row, "rescale"), ew(full, "sub", True),
                   ew(full, "rescale"), ew(full, "lut"), reduce_sum, ew(per_row, "lut"), ew(full, "mul", True)]  # fmt: skip
         return layers, "Softmax (max, sub, exp table, sum, reciprocal table, mul + rescales)"
@@ -294,6 +295,7 @@ def estimate_ops(
     if previous is not None:
         last.add(previous)
     delegates = len(first)
+    prev_layer: NpuLayer | None = None  # the last NPU layer of the current run (U85 chaining)
     for k, op in enumerate(ops):
         kernels = [w for w in op.works if isinstance(w, KernelWork)]
         if memory_only[k]:
@@ -307,6 +309,7 @@ def estimate_ops(
             variant = ", ".join(dict.fromkeys(w.function for w in kernels)) or "portable"
             note = "; ".join(dict.fromkeys(reasons[k]))
             est.rows.append(EthosRow(op.index, op.name, "CPU", variant, cost, "host", note))
+            prev_layer = None
             continue
         following = next(
             (w.function for o in ops[k + 1 :] for w in o.works if isinstance(w, KernelWork)), None
@@ -320,7 +323,13 @@ def estimate_ops(
             planned[0] = replace(planned[0], ifm_io=True)
         if planned and k in last:
             planned[-1] = replace(planned[-1], ofm_io=True)
-        layers = [layer_cycles(ctx, layer) for layer in planned]
+        layers = []
+        for layer in planned:
+            if acc.family == "u85" and ethos_u85.chained(prev_layer, layer):
+                layers.append(LayerCycles(compute=0.0))  # runs inside the previous op
+            else:
+                layers.append(layer_cycles(ctx, layer))
+            prev_layer = layer
         macs = sum(layer.macs for layer in planned)
         cycles = sum(lc.total for lc in layers)
         bound = max(layers, key=lambda lc: lc.total).bound if layers else "-"  # the costliest layer's
