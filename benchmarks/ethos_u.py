@@ -51,8 +51,10 @@ def export(out_root: Path, models=MODELS, configs=CONFIGS) -> None:
         _export_one(out_root, name, make_models.build(spec), make_models.calibration(spec), configs)
 
 
-def _export_one(out_root: Path, name: str, model, samples, configs) -> None:
-    """ExecuTorch's Ethos-U flow for one model on each config, keeping Vela's outputs."""
+def _export_one(out_root: Path, name: str, model, samples, configs, extra_flags=()) -> None:
+    """ExecuTorch's Ethos-U flow for one model on each config, keeping Vela's outputs. A sample
+    is one input tensor or a tuple of them; ``extra_flags`` go to Vela after
+    ``--verbose-performance``."""
     import torch
     from ethosu.vela import vela
     from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
@@ -78,18 +80,19 @@ def _export_one(out_root: Path, name: str, model, samples, configs) -> None:
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
             state.update(count=0, dir=d)
-            cs = EthosUCompileSpec(config, extra_flags=["--verbose-performance"])
+            cs = EthosUCompileSpec(config, extra_flags=["--verbose-performance", *extra_flags])
             cs.dump_intermediate_artifacts_to(str(d))
             quantizer = EthosUQuantizer(cs)
             quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
-            exported = torch.export.export(model, (samples[0],)).module(check_guards=False)
+            inputs = [x if isinstance(x, tuple) else (x,) for x in samples]
+            exported = torch.export.export(model, inputs[0]).module(check_guards=False)
             prepared = prepare_pt2e(exported, quantizer)
             with torch.no_grad():
-                for x in samples:
-                    prepared(x)
+                for x in inputs:
+                    prepared(*x)
             converted = convert_pt2e(prepared)
             to_edge_transform_and_lower(
-                torch.export.export(converted, (samples[0],)), partitioner=[EthosUPartitioner(cs)]
+                torch.export.export(converted, inputs[0]), partitioner=[EthosUPartitioner(cs)]
             )
             print(f"exported {name} {config} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     finally:

@@ -603,29 +603,51 @@ def _dpu_block(cfg: U85Config, layer, blk: U85Block, ob: Block, ib: Block) -> in
     return total
 
 
-def compute_cycles(ctx, layer, blk: U85Block) -> float:
-    """The MAC engine and output unit's cycles (regor ``EstimateConvCycles`` /
-    ``EstimateElementwiseCycles``)."""
+@dataclass(frozen=True)
+class ComputeParts:
+    """The terms of a MAC op's compute cycles, per OFM block (see the module docstring)."""
+
+    dpu_block: int
+    out_block: int
+    min_memory: int  # one IFM block in + one OFM block out, latencies included
+    n_blocks: float
+
+    @property
+    def command(self) -> int:
+        return (self.min_memory + self.out_block + self.dpu_block) // 4
+
+    @property
+    def total(self) -> int:
+        dpu, out = max(self.dpu_block, self.command), max(self.out_block, self.command)
+        return int(max(dpu, out) * self.n_blocks) + min(dpu, out)
+
+
+def compute_parts(ctx, layer, blk: U85Block) -> ComputeParts:
+    """regor ``EstimateConvCycles``'s terms for a MAC op."""
     cfg = U85_CONFIGS[ctx.accelerator.macs]
-    op = hw_op(layer)
-    if op == "dma":
-        return 0.0
-    rate = _rate(cfg, layer)
-    if op == "elementwise":
-        per = max(rate, (_block_transfer_cycles(ctx, layer, blk) / blk.ofm.elements + rate) / 4)
-        o = layer.ofm
-        return float(int(per * o.w * o.h * (o.d if layer.ofm_io else _round_up(o.d, 16))))
     o = layer.ofm
     ob = Block(min(o.w, blk.ofm.w), min(o.h, blk.ofm.h), min(o.d, blk.ofm.d))
     ib = Block(min(layer.ifm.w, blk.ifm.w), min(layer.ifm.h, blk.ifm.h), min(layer.ifm.d, blk.ifm.d))
     dpu = _dpu_block(cfg, layer, blk, ob, ib)
     n_blocks = max(o.w / ob.w, 1.0) * max(o.h / ob.h, 1.0) * max(o.d / ob.d, 1.0)
-    out = int(rate * ob.elements)
+    out = int(_rate(cfg, layer) * ob.elements)
     if layer.bias_channels:
         out = max(out, 10 * ob.d * ctx.constants.read_latency // 256)
-    cmd = (_block_transfer_cycles(ctx, layer, blk) + out + dpu) // 4
-    dpu, out = max(dpu, cmd), max(out, cmd)
-    return float(int(max(dpu, out) * n_blocks) + min(dpu, out))
+    return ComputeParts(dpu, out, _block_transfer_cycles(ctx, layer, blk), n_blocks)
+
+
+def compute_cycles(ctx, layer, blk: U85Block) -> float:
+    """The MAC engine and output unit's cycles (regor ``EstimateConvCycles`` /
+    ``EstimateElementwiseCycles``)."""
+    op = hw_op(layer)
+    if op == "dma":
+        return 0.0
+    if op == "elementwise":
+        rate = _rate(U85_CONFIGS[ctx.accelerator.macs], layer)
+        per = max(rate, (_block_transfer_cycles(ctx, layer, blk) / blk.ofm.elements + rate) / 4)
+        o = layer.ofm
+        return float(int(per * o.w * o.h * (o.d if layer.ofm_io else _round_up(o.d, 16))))
+    return float(compute_parts(ctx, layer, blk).total)
 
 
 def layer_cycles(ctx, layer):
