@@ -105,7 +105,7 @@ U85_CONFIGS: dict[int, U85Config] = {
         U85Config(128, 1, (Block(2, 1, 8), Block(1, 1, 16)), ((Block(2, 1, 1), Block(1, 1, 2), Block(1, 1, 2)),) * 2,
                   8192, 8192, 2048, 768, ChannelBuffers(64, 64, 128, 128, 104, 16), 0.5, 0.5, 0.5, 0.5),
         U85Config(256, 1, (Block(2, 1, 16), Block(4, 1, 8), Block(2, 2, 8)), (_AU_A, _AU_B, _AU_A),
-                  16384, 16384, 2048, 1536, ChannelBuffers(104, 104, 128, 128, 128, 16), 0.25, 0.25, 0.25, 0.25),
+                  16384, 16384, 2048, 2048, ChannelBuffers(104, 104, 128, 128, 128, 16), 0.25, 0.25, 0.25, 0.25),
         U85Config(512, 2, (Block(2, 2, 16), Block(4, 1, 16)), (_AU_A, _AU_B),
                   16384, 32768, 4096, 3072, ChannelBuffers(128, 128, 256, 256, 128, 16), 0.125, 0.125, 0.125, 0.125),
         U85Config(1024, 4, (Block(2, 2, 32), Block(4, 1, 32), Block(4, 2, 16)), (_AU_C, _AU_D, _AU_C),
@@ -172,15 +172,26 @@ def hw_op(layer) -> str:
         return "reduce_sum" if layer.op == "sum" else "reduce_minmax"
     if layer.kind == "dma":
         return "dma"
+    if layer.op in ("lut", "rescale", "copy"):
+        return "pool"  # an activation, rescale or copy runs as a 1x1 average-pool no-op
     return "elementwise"
 
 
-def _kernel_first(ifm_depth: int, taps: int) -> bool:
+def sparse_weights(layer) -> bool:
+    """Vela stores a convolution's weights in the 2:4 sparse format when every 4 consecutive
+    input channels hold at most 2 non-zero weights; with 1 or 2 input channels (zero-padded to
+    4) that always holds. refsim assumes dense weights otherwise (regor ``WeightFormat::Sparse2_4``;
+    the sweep's one-channel convolutions)."""
+    return layer.kind == "conv" and layer.ifm.d <= 2
+
+
+def _kernel_first(ifm_depth: int, taps: int, sparse: bool) -> bool:
     """Part-kernel-first when its MAC utilisation is at least depth-first's (regor
-    ``ChooseKernelFirst``, dense weights)."""
-    k_rnd = (taps // 5) * 5 + max(taps % 5, 2)
+    ``ChooseKernelFirst``)."""
+    step, least = (10, 4) if sparse else (5, 2)
+    k_rnd = (taps // step) * step + max(taps % step, least)
     kernel_first = ifm_depth / _round_up(ifm_depth, 16) * (taps / k_rnd)
-    depth_first = ifm_depth / _round_up(ifm_depth, 64)
+    depth_first = ifm_depth / _round_up(ifm_depth, 128 if sparse else 64)
     return kernel_first >= depth_first
 
 
@@ -367,7 +378,8 @@ def choose_block(macs: int, layer) -> U85Block:
     op = hw_op(layer)
     ifm_shape = _ifm_shape(layer)
     taps = layer.kernel[0] * layer.kernel[1]
-    part = op == "conv" and _kernel_first(ifm_shape.d, taps)
+    sparse = sparse_weights(layer)
+    part = op == "conv" and _kernel_first(ifm_shape.d, taps, sparse)
     ui, u = _ublock(cfg, op, layer.ofm, layer.ifm_bits)
     if op == "elementwise":
         block = _elementwise_block(cfg, layer, u)
@@ -378,8 +390,10 @@ def choose_block(macs: int, layer) -> U85Block:
     ifm_depth = 64
     if part:
         ifm_depth = 16
-    elif layer.ifm_bits == 32 or (macs in (128, 256) and u.d == 16):
+    elif layer.ifm_bits == 32 or (macs in (128, 256) and u.d == 16 and not sparse):
         ifm_depth = 32
+    elif sparse:
+        ifm_depth = 128
     if op in ("pool", "reduce_sum", "reduce_minmax"):
         ofm, ifm = _depthwise_block(cfg, layer, u, ui, ifm_depth if op == "reduce_sum" else 0)
         return U85Block(u, ofm, ifm, "depth_first")
@@ -571,6 +585,7 @@ def _dpu_block(cfg: U85Config, layer, blk: U85Block, ob: Block, ib: Block) -> in
     n_xy = _ceil(ob.w, ub_w) * _ceil(ob.h, ub_h)
     n_z = _ceil(ob.d, u.d)
     writeback = 32 * u.d // 8
+    halve = 2 if sparse_weights(layer) else 1  # 2:4 sparse weights skip half the MACs
     kw, kh = (1, 1) if layer.kind == "vector_product" else layer.kernel
     sub_max = (1, 1) if layer.kind == "vector_product" else SUB_KERNEL_MAX
     total = 0
@@ -585,10 +600,10 @@ def _dpu_block(cfg: U85Config, layer, blk: U85Block, ob: Block, ib: Block) -> in
                 c = max(writeback, 4 * n_xy * bytes_in) * steps * n_z
             elif blk.traversal != "part_kernel":
                 steps = taps
-                c = max(writeback, ib.d // 8 * n_xy) * steps * n_z * bytes_in
+                c = max(writeback, ib.d // 8 * n_xy) * steps * n_z * bytes_in // halve
             else:
                 steps = _ceil(taps, 4)
-                c = max(writeback, 4 * n_xy) * steps * n_z * _ceil(ib.d, 8)
+                c = max(writeback, 4 * n_xy) * steps * n_z * _ceil(ib.d, 8) // halve
             delay = 0
             if n_xy == 1:
                 if n_z == 1:
@@ -619,13 +634,16 @@ class ComputeParts:
     @property
     def total(self) -> int:
         dpu, out = max(self.dpu_block, self.command), max(self.out_block, self.command)
-        return int(max(dpu, out) * self.n_blocks) + min(dpu, out)
+        return int(max(dpu, out) * self.n_blocks) + min(dpu, out) + self.min_memory
 
 
 def compute_parts(ctx, layer, blk: U85Block) -> ComputeParts:
-    """regor ``EstimateConvCycles``'s terms for a MAC op."""
+    """regor ``EstimateConvCycles``'s terms for a MAC op. The OFM is taken as the engine covers
+    it, rounded up to whole micro-blocks (as Vela 5.1.0 counts blocks: the sweep's strided,
+    odd-depth and depthwise cases)."""
     cfg = U85_CONFIGS[ctx.accelerator.macs]
-    o = layer.ofm
+    u = blk.ublock
+    o = Block(_round_up(layer.ofm.w, u.w), _round_up(layer.ofm.h, u.h), _round_up(layer.ofm.d, u.d))
     ob = Block(min(o.w, blk.ofm.w), min(o.h, blk.ofm.h), min(o.d, blk.ofm.d))
     ib = Block(min(layer.ifm.w, blk.ifm.w), min(layer.ifm.h, blk.ifm.h), min(layer.ifm.d, blk.ifm.d))
     dpu = _dpu_block(cfg, layer, blk, ob, ib)
