@@ -275,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--json", type=Path, default=RESULTS)
+    ap.add_argument("--markdown", type=Path, help="also write the table as markdown")
     a = ap.parse_args(argv)
     configs = a.configs.split(",")
     if a.export:
@@ -293,6 +294,14 @@ def main(argv: list[str] | None = None) -> int:
     worst = max(abs(r["error_pct"]) for r in rows)
     total_v, total_o = sum(r["vela"] for r in rows), sum(r["refsim"] for r in rows)
     print(f"{len(rows)} cases; worst {worst:.1f}%; Σ refsim / Σ Vela {total_o / total_v:.3f}")
+    if a.markdown:
+        lines = ["| case | configuration | Vela cycles | refsim cycles | error |", "|---|---|---:|---:|---:|"]
+        for r in rows:
+            case, config = r["case"].split("@")
+            lines.append(
+                f"| {case} | {config} | {r['vela']:,.0f} | {r['refsim']:,} | {r['error_pct']:+.1f}% |"
+            )
+        a.markdown.write_text("\n".join(lines) + "\n")
     return 0
 
 
