@@ -175,9 +175,9 @@ def constraint_u85_only(c: Call) -> str | None:
 
 def constraint_executorch_u55_pool_stride(c: Call) -> str | None:
     """Pooling strides must be between 1 and 3 on Ethos-U55/U65: ExecuTorch's Arm partitioner
-    leaves a wider one to the CPU [ExecuTorch 1.5.1 backends/arm/operator_support/
-    pool_2d_support.py, AvgPool2dSupported/MaxPool2dSupported stride_check for the U55 TOSA
-    subset; Vela itself would take a global average pool]"""
+    leaves a wider one to the CPU [ExecuTorch 1.5.1 Arm backend, pool_2d_support.py:
+    AvgPool2dSupported/MaxPool2dSupported stride_check for the U55 TOSA subset; Vela itself
+    would take a global average pool]"""
     if c.function not in POOL or c.family == "u85":
         return None
     sw, sh = c.p("stride.w", 1), c.p("stride.h", 1)
