@@ -64,6 +64,8 @@ CASES: dict[str, tuple[str, tuple[int, ...], dict]] = {
     "add_500": ("add", (1, 500), {}),
     "sigmoid_32_10x10": ("sigmoid", (1, 32, 10, 10), {}),
     "conv1x1_add_32_14x14": ("conv_add", (1, 32, 14, 14), {"co": 32, "k": 1}),
+    "softmax_20": ("softmax", (1, 20), {}),
+    "softmax_3x40": ("softmax", (3, 40), {}),
 }
 
 
@@ -103,6 +105,8 @@ def build(kind: str, shape: tuple[int, ...], p: dict):
         return nn.MaxPool2d(k, s), 1
     if kind == "sigmoid":
         return nn.Sigmoid(), 1
+    if kind == "softmax":
+        return nn.Softmax(dim=-1), 1
 
     class Binary(nn.Module):
         def forward(self, a, b):
@@ -140,6 +144,13 @@ def refsim_layers(kind: str, shape: tuple[int, ...], p: dict, encoded_weights: i
         return [NpuLayer(kind, ifm, ofm, kernel, stride, activation="none", ifm_io=True, ofm_io=True)]
     if kind == "sigmoid":
         return [NpuLayer("elementwise", ifm, ifm, op="lut", activation="lut", ifm_io=True, ofm_io=True)]
+    if kind == "softmax":
+        from dataclasses import replace
+
+        from isa_models.ethos_u_program import softmax_layers
+
+        layers = softmax_layers(shape[0], shape[1], "u85")
+        return [replace(layers[0], ifm_io=True), *layers[1:-1], replace(layers[-1], ofm_io=True)]
     return [NpuLayer("elementwise", ifm, ifm, ifm2=ifm, op=kind, activation="none", ifm_io=True, ofm_io=True)]
 
 

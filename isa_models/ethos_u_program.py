@@ -214,18 +214,11 @@ def _layers_of(w: KernelWork, c: Call, next_function: str | None) -> tuple[list[
         return [NpuLayer("elementwise", block("input_1_dims"), block("output_dims"), ifm2=block("input_2_dims"),
                          op=op, activation="none")], op.capitalize() + "imum"  # fmt: skip
     if f == "arm_softmax_s8":
-        rows, size = p("num_rows", 1), p("row_size", 1)
-        full, per_row = Block(1, rows, size), Block(1, rows, 1)
-
-        def ew(shape: Block, op: str, two: bool = False) -> NpuLayer:
-            return NpuLayer("elementwise", shape, shape, ifm2=shape if two else None, op=op,
-                            activation="lut" if op == "lut" else "none")  # fmt: skip
-
-        reduce_max = NpuLayer("reduce", full, per_row, op="max", activation="none")
-        reduce_sum = NpuLayer("reduce", full, per_row, op="sum", activation="none")
-        layers = [reduce_max, ew(full, "rescale"), ew(per_row, "rescale"), ew(full, "sub", True),
-                  ew(full, "rescale"), ew(full, "lut"), reduce_sum, ew(per_row, "lut"), ew(full, "mul", True)]  # fmt: skip
-        return layers, "Softmax (max, sub, exp table, sum, reciprocal table, mul + rescales)"
+        return softmax_layers(p("num_rows", 1), p("row_size", 1), c.family), (
+            "Softmax (max, sub + exp table, sum, mul + reciprocal table)"
+            if c.family == "u85"
+            else "Softmax (max, sub, exp table, sum, reciprocal table, mul + rescales)"
+        )
     if f == "arm_pad_s8":
         if next_function in CONV_LIKE:
             return [], "Pad folded into the next layer's padding"
@@ -240,6 +233,30 @@ def _layers_of(w: KernelWork, c: Call, next_function: str | None) -> tuple[list[
         shape = Block(1, 1, n)
         return [NpuLayer("elementwise", shape, shape, op="copy", activation="none")], "Transpose"
     raise AssertionError(f)  # npu_rejections lets only the functions above through
+
+
+def softmax_layers(rows: int, size: int, family: str) -> list[NpuLayer]:
+    """The int8 softmax as ExecuTorch's Arm backend hands it to Vela (``decompose_softmax_pass``):
+    max, subtract, exp table, sum, reciprocal table, multiply, with a rescale per int8 operand.
+    On U85 regor fuses each table and rescale into the op before it; the max pools a
+    1 x ``size`` kernel and the sum reduces the row as channels."""
+    full, per_row = Block(1, rows, size), Block(1, rows, 1)
+    if family == "u85":
+        return [
+            NpuLayer("reduce", full, per_row, (size, 1), op="max", activation="none"),
+            NpuLayer("elementwise", full, full, ifm2=per_row, op="sub", activation="lut"),
+            NpuLayer("reduce", full, per_row, op="sum", activation="none"),
+            NpuLayer("elementwise", full, full, ifm2=per_row, op="mul", activation="none"),
+        ]
+
+    def ew(shape: Block, op: str, two: bool = False) -> NpuLayer:
+        return NpuLayer("elementwise", shape, shape, ifm2=shape if two else None, op=op,
+                        activation="lut" if op == "lut" else "none")  # fmt: skip
+
+    reduce_max = NpuLayer("reduce", full, per_row, op="max", activation="none")
+    reduce_sum = NpuLayer("reduce", full, per_row, op="sum", activation="none")
+    return [reduce_max, ew(full, "rescale"), ew(per_row, "rescale"), ew(full, "sub", True),
+            ew(full, "rescale"), ew(full, "lut"), reduce_sum, ew(per_row, "lut"), ew(full, "mul", True)]  # fmt: skip
 
 
 def _rejections(op: OpInput, family: str) -> list[str]:
