@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results" / "ethos_u85_sweep.json"
-CONFIGS = ("ethos-u85-256",)
+CONFIGS = ("ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048")
 
 # name: (kind, NCHW input shape, parameters); shapes unlike the MLPerf Tiny layers
 CASES: dict[str, tuple[str, tuple[int, ...], dict]] = {

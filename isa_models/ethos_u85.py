@@ -202,7 +202,7 @@ def _dpu_block(cfg: U85Config, layer, blk: U85Block, ob: Block, ib: Block) -> in
     bytes_in = layer.ifm_bits // 8
     n_xy = ceil_div(ob.w, ub_w) * ceil_div(ob.h, ub_h)
     n_z = ceil_div(ob.d, u.d)
-    writeback = 32 * u.d // 8
+    writeback = 32 * u.d // 8 // cfg.cores  # each core writes back its share of the micro-block
     halve = 2 if sparse_weights(layer) else 1  # 2:4 sparse weights skip half the MACs
     kw, kh = (1, 1) if layer.kind == "vector_product" else layer.kernel
     sub_max = (1, 1) if layer.kind == "vector_product" else SUB_KERNEL_MAX
