@@ -41,10 +41,10 @@ Source: regor's ``architecture/ethosu85/ethos_u85.cpp`` (accelerator table, ``Fi
 ``MeasureAccessCycles``), ``compiler/network_performance.cpp`` (``EstimateFullOpPerformance``),
 read in the public mirror hapv3/neural-compiler (ethosu/regor, Arm's Apache-2.0 code, 2021-2025)
 — the facts are Arm's, restated here. Vela 5.1.0's compiled regor differs from that mirror in
-three places the single-layer sweep (benchmarks/ethos_u85_sweep.py, its Vela debug database in
+four places the single-layer sweep (benchmarks/ethos_u85_sweep.py, its Vela debug database in
 benchmarks/results/ethos_u85_sweep.json) shows, and this module follows Vela: ``n_blocks`` over
-the OFM rounded to micro-blocks, ``block_io`` added once per MAC op, U85-256's 2 KiB output
-buffer. No constant is fitted; the MLPerf Tiny models are only compared with.
+the OFM rounded to micro-blocks, ``block_io`` added once per MAC op, elementwise blocks sized
+by the chaining buffer; and the write-back bound of a kernel step is per core. No constant is fitted; the MLPerf Tiny models are only compared with.
 """
 
 from __future__ import annotations

@@ -8,9 +8,10 @@ buffers per AXI channel, and the output/activation unit's cycles per OFM element
 Source: regor ``architecture/ethosu85/ethos_u85.cpp`` (``s_EthosU85Configs``,
 ``s_EthosU85PerfInfo``, ``SetupOfmUBlockToOpTable``, ``SetupOfmUBlockToIfmAuTable``), read in the
 public mirror hapv3/neural-compiler (ethosu/regor) — Arm's facts, restated as named fields. One
-value differs from that source: U85-256's output buffer is 2 KiB, as Vela 5.1.0's elementwise
-block choices in the single-layer sweep show (benchmarks/results/ethos_u85_sweep.json; 1.5 KiB
-in the mirror).
+difference: Vela 5.1.0's elementwise blocks on the single-layer sweep (all five configurations,
+benchmarks/results/ethos_u85_sweep.json) fit chaining and output buffers of the sizes the mirror
+gives the other way round (output 2/2/4/4/8 KiB, chaining 768 B/1.5/3/6/12 KiB); the table
+follows Vela.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ OFM_SPLIT_DEPTH = 16
 SUB_KERNEL_MAX = (8, 8)
 SCALE_BYTES_PER_CHANNEL = 10
 OFM_BLOCK_MAX = Block(128, 128, 1024)  # w, h, d
+CB_SLOTS = 6  # chaining-buffer slots
+BRICK_ELEMENTS = 16  # channels per chaining-buffer brick
 
 
 @dataclass(frozen=True)
@@ -71,15 +74,15 @@ U85_CONFIGS: dict[int, U85Config] = {
     c.macs: c
     for c in (
         U85Config(128, 1, (Block(2, 1, 8), Block(1, 1, 16)), ((Block(2, 1, 1), Block(1, 1, 2), Block(1, 1, 2)),) * 2,
-                  8192, 8192, 2048, 768, ChannelBuffers(64, 64, 128, 128, 104, 16), 0.5, 0.5, 0.5, 0.5),
+                  8192, 8192, 768, 2048, ChannelBuffers(64, 64, 128, 128, 104, 16), 0.5, 0.5, 0.5, 0.5),
         U85Config(256, 1, (Block(2, 1, 16), Block(4, 1, 8), Block(2, 2, 8)), (_AU_A, _AU_B, _AU_A),
-                  16384, 16384, 2048, 2048, ChannelBuffers(104, 104, 128, 128, 128, 16), 0.25, 0.25, 0.25, 0.25),
+                  16384, 16384, 1536, 2048, ChannelBuffers(104, 104, 128, 128, 128, 16), 0.25, 0.25, 0.25, 0.25),
         U85Config(512, 2, (Block(2, 2, 16), Block(4, 1, 16)), (_AU_A, _AU_B),
-                  16384, 32768, 4096, 3072, ChannelBuffers(128, 128, 256, 256, 128, 16), 0.125, 0.125, 0.125, 0.125),
+                  16384, 32768, 3072, 4096, ChannelBuffers(128, 128, 256, 256, 128, 16), 0.125, 0.125, 0.125, 0.125),
         U85Config(1024, 4, (Block(2, 2, 32), Block(4, 1, 32), Block(4, 2, 16)), (_AU_C, _AU_D, _AU_C),
-                  16384, 65536, 4096, 6144, ChannelBuffers(256, 256, 416, 208, 256, 16), 0.0625, 0.125, 0.0625, 0.0625),
+                  16384, 65536, 6144, 4096, ChannelBuffers(256, 256, 416, 208, 256, 16), 0.0625, 0.125, 0.0625, 0.0625),
         U85Config(2048, 4, (Block(2, 2, 64), Block(4, 1, 64), Block(4, 4, 16)), (_AU_E, _AU_F, _AU_E),
-                  32768, 131072, 8192, 12288, ChannelBuffers(256, 256, 512, 256, 256, 16), 0.03125, 0.0625, 0.0625,
+                  32768, 131072, 12288, 8192, ChannelBuffers(256, 256, 512, 256, 256, 16), 0.03125, 0.0625, 0.0625,
                   0.03125),
     )
 }  # fmt: skip
@@ -120,6 +123,8 @@ def round_down(a: int, b: int) -> int:
 
 __all__ = [
     "ACC_DEPTH_GRANULE",
+    "BRICK_ELEMENTS",
+    "CB_SLOTS",
     "OFM_BLOCK_MAX",
     "OFM_SPLIT_DEPTH",
     "SCALE_BYTES_PER_CHANNEL",

@@ -15,6 +15,8 @@ from functools import lru_cache
 
 from isa_models.ethos_u85_arch import (
     ACC_DEPTH_GRANULE,
+    BRICK_ELEMENTS,
+    CB_SLOTS,
     OFM_BLOCK_MAX,
     OFM_SPLIT_DEPTH,
     SUB_KERNEL_MAX,
@@ -225,17 +227,41 @@ def _depthwise_block(cfg: U85Config, layer, ublock: Block, ui: int, ifm_depth: i
 
 
 def _elementwise_block(cfg: U85Config, layer, ublock: Block) -> Block:
+    """regor ``FindElementwiseConfig``: tile the output buffer (a chaining-buffer row when an
+    operand is broadcast in depth or height)."""
     ofm = Block(round_up(layer.ofm.w, ublock.w), round_up(layer.ofm.h, ublock.h), round_up(layer.ofm.d, 16))
     limit = Block(min(ofm.w, OFM_BLOCK_MAX.w), min(ofm.h, OFM_BLOCK_MAX.h), min(ofm.d, OFM_BLOCK_MAX.d))
-    ob_width_units = (cfg.ob_ram * 8 // layer.ifm_bits) // 16
+    nbytes = layer.ifm_bits // 8
+    ob_width_units = (cfg.ob_ram // nbytes) // 16  # one row of 16-channel granules
+    cb_width_units = (cfg.cb_ram // CB_SLOTS) // (BRICK_ELEMENTS * nbytes) // ublock.h
     h = _granular_tile(ofm.h, ublock.h, limit.h)
-    w_required = _granular_tile(ofm.w, ublock.w, min(ob_width_units, limit.w))
-    w, c = ob_width_units, 16
-    excess = min(w // max(w_required, ublock.w), limit.d // c)
-    if excess >= 2:
-        w //= excess
-        c *= excess
+    w_required = max(_granular_tile(ofm.w, ublock.w, min(ob_width_units, limit.w)), ublock.w)
+    w = ob_width_units
+    c, w = _reapportion(16, limit.d, w, w_required)
+    i1, i2 = layer.ifm, layer.ifm2
+    scalar = i1.elements == 1 or (i2 is not None and i2.elements == 1)
+    if i2 is not None and not scalar:
+        o = layer.ofm
+        depth_b = i1.d < o.d or i2.d < o.d
+        height_b = i1.h < o.h or i2.h < o.h
+        width_b = i1.w < o.w or i2.w < o.w
+        if depth_b:
+            c = _granular_tile(ofm.d, 16, limit.d)
+            w = cb_width_units
+            if not (height_b or width_b):
+                h, w = _reapportion(ublock.h, limit.h, w, w_required)
+        elif height_b:
+            c, w = _reapportion(BRICK_ELEMENTS, limit.d, cb_width_units, w_required)
     return Block(round_up(w, ublock.w), round_up(h, ublock.h), round_up(c, 16))
+
+
+def _reapportion(value: int, most: int, avail: int, required: int) -> tuple[int, int]:
+    """regor ``Reapportion``: grow ``value`` by the whole factor ``avail`` can give up (at least
+    2), shrinking ``avail`` by it: (new value, new avail)."""
+    excess = min(avail // required, most // value)
+    if excess >= 2:
+        return value * excess, avail // excess
+    return value, avail
 
 
 def _fits(cfg: U85Config, ofm: Block, ifm: Block, ifm_shape: Block, au_depth: int, equal_depth: bool,

@@ -240,14 +240,18 @@ def softmax_layers(rows: int, size: int, family: str) -> list[NpuLayer]:
     max, subtract, exp table, sum, reciprocal table, multiply, with a rescale per int8 operand.
     On U85 regor fuses each table and rescale into the op before it; the max pools a
     1 x ``size`` kernel and the sum reduces the row as channels."""
-    full, per_row = Block(1, rows, size), Block(1, rows, 1)
-    if family == "u85":
+    if family == "u85":  # rows along the width, the row's values as channels; the max pools
+        # each row as one 1 x size kernel over a one-channel map (Vela's shapes on the sweep)
+        full, per_row = Block(rows, 1, size), Block(rows, 1, 1)
         return [
-            NpuLayer("reduce", full, per_row, (size, 1), op="max", activation="none"),
+            NpuLayer(
+                "reduce", Block(size, rows, 1), Block(1, rows, 1), (size, 1), op="max", activation="none"
+            ),
             NpuLayer("elementwise", full, full, ifm2=per_row, op="sub", activation="lut"),
             NpuLayer("reduce", full, per_row, op="sum", activation="none"),
             NpuLayer("elementwise", full, full, ifm2=per_row, op="mul", activation="none"),
         ]
+    full, per_row = Block(1, rows, size), Block(1, rows, 1)
 
     def ew(shape: Block, op: str, two: bool = False) -> NpuLayer:
         return NpuLayer("elementwise", shape, shape, ifm2=shape if two else None, op=op,
