@@ -279,6 +279,18 @@ def compare(data: dict) -> list[dict]:
     return out
 
 
+def summary(rows: list[dict]) -> list[dict]:
+    """Per configuration: cases, how many within 5% / 15% of Vela, the worst, Σ refsim / Σ Vela."""
+    out = []
+    for config in dict.fromkeys(r["case"].split("@")[1] for r in rows):
+        rs = [r for r in rows if r["case"].endswith("@" + config)]
+        errors = [abs(r["error_pct"]) for r in rs]
+        out.append({"config": config, "cases": len(rs), "within_5": sum(e <= 5 for e in errors),
+                    "within_15": sum(e <= 15 for e in errors), "worst_pct": max(errors),
+                    "ratio": sum(r["refsim"] for r in rs) / sum(r["vela"] for r in rs)})  # fmt: skip
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--export", type=Path, help="export every case and run Vela, outputs in DIR")
@@ -305,8 +317,20 @@ def main(argv: list[str] | None = None) -> int:
     worst = max(abs(r["error_pct"]) for r in rows)
     total_v, total_o = sum(r["vela"] for r in rows), sum(r["refsim"] for r in rows)
     print(f"{len(rows)} cases; worst {worst:.1f}%; Σ refsim / Σ Vela {total_o / total_v:.3f}")
+    table = summary(rows)
+    for t in table:
+        print(f"{t['config']:15} {t['cases']} cases, {t['within_5']} within 5%, {t['within_15']} within 15%, "
+              f"worst {t['worst_pct']:.1f}%, Σ refsim / Σ Vela {t['ratio']:.3f}")  # fmt: skip
     if a.markdown:
-        lines = ["| case | configuration | Vela cycles | refsim cycles | error |", "|---|---|---:|---:|---:|"]
+        lines = ["| configuration | cases | within 5% | within 15% | worst | Σ refsim / Σ Vela |",
+                 "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+        lines += [f"| {t['config']} | {t['cases']} | {t['within_5']} | {t['within_15']} | {t['worst_pct']:.1f}% | "
+                  f"{t['ratio']:.3f} |" for t in table]  # fmt: skip
+        lines += [
+            "",
+            "| case | configuration | Vela cycles | refsim cycles | error |",
+            "|---|---|---:|---:|---:|",
+        ]
         for r in rows:
             case, config = r["case"].split("@")
             lines.append(
