@@ -52,10 +52,13 @@ def export(out_root: Path, models=MODELS, configs=CONFIGS) -> None:
         _export_one(out_root, name, make_models.build(spec), make_models.calibration(spec), configs)
 
 
-def _export_one(out_root: Path, name: str, model, samples, configs, extra_flags=()) -> None:
+def _export_one(
+    out_root: Path, name: str, model, samples, configs, extra_flags=(), system=None, memory_mode=None
+) -> None:
     """ExecuTorch's Ethos-U flow for one model on each config, keeping Vela's outputs. A sample
     is one input tensor or a tuple of them; ``extra_flags`` go to Vela after
-    ``--verbose-performance``."""
+    ``--verbose-performance``; ``system``/``memory_mode`` override EthosUCompileSpec's defaults
+    (the output directory then ends in ``_<memory_mode>``)."""
     import torch
     from ethosu.vela import vela
     from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
@@ -77,11 +80,14 @@ def _export_one(out_root: Path, name: str, model, samples, configs, extra_flags=
     try:
         for config in configs:
             t0 = time.perf_counter()
-            d = out_root / f"{name}_{config}"
+            d = out_root / (f"{name}_{config}" + (f"_{memory_mode}" if memory_mode else ""))
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
             state.update(count=0, dir=d)
-            cs = EthosUCompileSpec(config, extra_flags=["--verbose-performance", *extra_flags])
+            cs = EthosUCompileSpec(
+                config, system_config=system, memory_mode=memory_mode,
+                extra_flags=["--verbose-performance", *extra_flags],
+            )  # fmt: skip
             cs.dump_intermediate_artifacts_to(str(d))
             quantizer = EthosUQuantizer(cs)
             quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))

@@ -154,7 +154,7 @@ def refsim_layers(kind: str, shape: tuple[int, ...], p: dict, encoded_weights: i
     return [NpuLayer("elementwise", ifm, ifm, ifm2=ifm, op=kind, activation="none", ifm_io=True, ofm_io=True)]
 
 
-def export(out: Path, names, configs) -> None:
+def export(out: Path, names, configs, memory_mode: str | None = None) -> None:
     import torch
 
     from benchmarks.ethos_u import _export_one
@@ -170,7 +170,9 @@ def export(out: Path, names, configs) -> None:
             tuple((torch.rand(shape, generator=g) * 2 - 1).to(memory_format=fmt) for _ in range(n_inputs))
             for _ in range(4)
         ]
-        _export_one(out, name, model, samples, configs, extra_flags=["--enable-debug-db"])
+        system = "Ethos_U85_SYS_DRAM_Mid" if memory_mode else None
+        _export_one(out, name, model, samples, configs, extra_flags=["--enable-debug-db"], system=system,
+                    memory_mode=memory_mode)  # fmt: skip
 
 
 def _debug(path: Path) -> list[dict]:
@@ -222,7 +224,7 @@ def _rows(d: Path) -> tuple[list[dict], int, str, str, list[dict]]:
     return rows, weights, system, mode, debug
 
 
-def collect(out: Path, configs) -> dict:
+def collect(out: Path, configs, memory_modes=("",)) -> dict:
     from importlib.metadata import version
 
     import ethosu.vela
@@ -238,20 +240,22 @@ def collect(out: Path, configs) -> dict:
             "command": "PYTHONPATH=. .venv-interop/bin/python benchmarks/ethos_u85_sweep.py --export DIR "
             "&& ... --collect DIR",
             "flow": "benchmarks/ethos_u.py _export_one: EthosUQuantizer (symmetric, per-channel), "
-            "EthosUPartitioner, Vela --verbose-performance --enable-debug-db, EthosUCompileSpec defaults",
+            "EthosUPartitioner, Vela --verbose-performance --enable-debug-db, EthosUCompileSpec defaults "
+            "(keys ending @<Memory_Mode>: Ethos_U85_SYS_DRAM_Mid with that mode, --memory-mode)",
         },
         "cases": {},
     }
     for name, (kind, shape, p) in CASES.items():
-        for config in configs:
-            d = out / f"{name}_{config}"
-            if not any(d.glob("delegate*")):
-                continue
-            rows, weights, system, mode, debug = _rows(d)
-            data["cases"][f"{name}@{config}"] = {"kind": kind, "shape": list(shape), "params": p,
-                                                  "config": config, "system": system, "memory_mode": mode,
-                                                  "encoded_weight_bytes": weights, "vela": rows,
-                                                  "vela_debug": debug}  # fmt: skip
+        for wanted in memory_modes:
+            for config in configs:
+                d = out / (f"{name}_{config}" + (f"_{wanted}" if wanted else ""))
+                if not any(d.glob("delegate*")):
+                    continue
+                rows, weights, system, mode, debug = _rows(d)
+                key = f"{name}@{config}" + (f"@{wanted}" if wanted else "")
+                data["cases"][key] = {"kind": kind, "shape": list(shape), "params": p, "config": config,
+                                      "system": system, "memory_mode": mode, "encoded_weight_bytes": weights,
+                                      "vela": rows, "vela_debug": debug}  # fmt: skip
     return data
 
 
@@ -282,8 +286,8 @@ def compare(data: dict) -> list[dict]:
 def summary(rows: list[dict]) -> list[dict]:
     """Per configuration: cases, how many within 5% / 15% of Vela, the worst, Σ refsim / Σ Vela."""
     out = []
-    for config in dict.fromkeys(r["case"].split("@")[1] for r in rows):
-        rs = [r for r in rows if r["case"].endswith("@" + config)]
+    for config in dict.fromkeys(r["case"].split("@", 1)[1] for r in rows):
+        rs = [r for r in rows if r["case"].split("@", 1)[1] == config]
         errors = [abs(r["error_pct"]) for r in rs]
         out.append({"config": config, "cases": len(rs), "within_5": sum(e <= 5 for e in errors),
                     "within_15": sum(e <= 15 for e in errors), "worst_pct": max(errors),
@@ -297,14 +301,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--collect", type=Path, help="read the Vela outputs in DIR into the results JSON")
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--memory-mode", help="with --export: Ethos_U85_SYS_DRAM_Mid and this Memory_Mode "
+                    "instead of EthosUCompileSpec's default (Sram_Only); the case keys end in @MODE")  # fmt: skip
+    ap.add_argument("--memory-modes", default=",Shared_Sram", help="with --collect: the memory modes to "
+                    "read ('' = the default)")  # fmt: skip
     ap.add_argument("--json", type=Path, default=RESULTS)
     ap.add_argument("--markdown", type=Path, help="also write the table as markdown")
     a = ap.parse_args(argv)
     configs = a.configs.split(",")
     if a.export:
-        export(a.export, a.cases.split(","), configs)
+        export(a.export, a.cases.split(","), configs, a.memory_mode)
     if a.collect:
-        data = collect(a.collect, configs)
+        data = collect(a.collect, configs, tuple(a.memory_modes.split(",")))
         a.json.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {a.json} ({len(data['cases'])} cases)")
     if a.export and not a.collect:
@@ -332,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             "|---|---|---:|---:|---:|",
         ]
         for r in rows:
-            case, config = r["case"].split("@")
+            case, config = r["case"].split("@", 1)
             lines.append(
                 f"| {case} | {config} | {r['vela']:,.0f} | {r['refsim']:,} | {r['error_pct']:+.1f}% |"
             )

@@ -67,7 +67,7 @@ def test_sweep_block_choice_is_vela_s(key):
 
 @pytest.mark.parametrize("row", compare(SWEEP), ids=lambda r: r["case"])
 def test_sweep_cycles_near_vela(row):
-    case, config = row["case"].split("@")
+    case, config = row["case"].split("@")[:2]
     if get_accelerator(config).cores > 1:
         limit = MULTI_CORE_PCT
     else:
