@@ -266,9 +266,11 @@ def compute_parts(ctx, layer, blk: U85Block) -> ComputeParts:
     ib = Block(min(layer.ifm.w, blk.ifm.w), min(layer.ifm.h, blk.ifm.h), min(layer.ifm.d, blk.ifm.d))
     dpu = _dpu_block(cfg, layer, blk, ob, ib)
     n_blocks = max(o.w / ob.w, 1.0) * max(o.h / ob.h, 1.0) * max(o.d / ob.d, 1.0)
-    out = int(_rate(cfg, layer) * ob.elements)
+    # the output unit writes the OFM's real elements; blocks are counted over the rounded OFM
+    real = Block(min(layer.ofm.w, blk.ofm.w), min(layer.ofm.h, blk.ofm.h), min(layer.ofm.d, blk.ofm.d))
+    out = int(_rate(cfg, layer) * real.elements)
     if layer.bias_channels:
-        out = max(out, 10 * ob.d * ctx.constants.read_latency // 256)
+        out = max(out, 10 * real.d * ctx.constants.read_latency // 256)
     return ComputeParts(dpu, out, _block_transfer_cycles(ctx, layer, blk), n_blocks)
 
 
