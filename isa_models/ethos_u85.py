@@ -41,10 +41,12 @@ Source: regor's ``architecture/ethosu85/ethos_u85.cpp`` (accelerator table, ``Fi
 ``MeasureAccessCycles``), ``compiler/network_performance.cpp`` (``EstimateFullOpPerformance``),
 read in the public mirror hapv3/neural-compiler (ethosu/regor, Arm's Apache-2.0 code, 2021-2025)
 — the facts are Arm's, restated here. Vela 5.1.0's compiled regor differs from that mirror in
-four places the single-layer sweep (benchmarks/ethos_u85_sweep.py, its Vela debug database in
+places the single-layer sweep (benchmarks/ethos_u85_sweep.py, its Vela debug database in
 benchmarks/results/ethos_u85_sweep.json) shows, and this module follows Vela: ``n_blocks`` over
-the OFM rounded to micro-blocks, ``block_io`` added once per MAC op, elementwise blocks sized
-by the chaining buffer; and the write-back bound of a kernel step is per core. No constant is fitted; the MLPerf Tiny models are only compared with.
+the OFM rounded to micro-blocks while the output unit counts the real elements, ``block_io``
+added once per MAC op and left out of the command bound when one block covers the OFM, the
+write-back bound of a kernel step per core, the chaining/output buffer sizes (ethos_u85_arch).
+No constant is fitted; the MLPerf Tiny models are only compared with.
 """
 
 from __future__ import annotations
@@ -247,7 +249,10 @@ class ComputeParts:
 
     @property
     def command(self) -> int:
-        return (self.min_memory + self.out_block + self.dpu_block) // 4
+        # Vela 5.1.0's command bound leaves the block transfer out when one block covers the OFM
+        # (its debug database on every one-block sweep case)
+        memory = self.min_memory if self.n_blocks > 1 else 0
+        return (memory + self.out_block + self.dpu_block) // 4
 
     @property
     def total(self) -> int:

@@ -20,17 +20,14 @@ from isa_models.ethos_u_systems import resolve
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = json.loads((ROOT / "benchmarks" / "results" / "ethos_u85_sweep.json").read_text())
 TRAVERSAL = {"depth_first": "DepthFirst", "part_kernel": "PartKernel", "depthwise": "Depthwise"}
-# U85-128/256 cases more than 5% from Vela (at most 15%), and why:
+# cases further from Vela than the rest (at most 35%), and why:
 LOOSE = {
     "sigmoid_32_10x10": "a LUT op's block transfer term: Vela adds ~820 cycles on U85-256, refsim 564",
-    "conv1x1_add_32_14x14": "a chained convolution counts whole OFM blocks in height (4, not 3.5)",
-    "softmax_20": "Vela's reductions over a short row cost ~15% less than the pooling formula gives",
-    "softmax_3x40": "as softmax_20",
+    "conv1x1_add_32_14x14": "a chained convolution counts whole OFM blocks in height (4, not 3.5) and more "
+    "per core",
 }
-# U85-512/1024/2048 (2-4 cores) are checked looser: the per-core split of the output unit and of
-# the block transfers is not restated beyond the write-back bound (docs/cost-model.md)
-MULTI_CORE_PCT = 35.0
-MULTI_CORE_TOTAL = 0.07
+# others: 5% on the one-core U85-128/256, 15% on the 2-4-core U85-512/1024/2048 (the per-core
+# split of the output unit and block transfers is not restated beyond the write-back bound)
 
 
 def ctx(name: str, system: str | None = None, mode: str | None = None) -> NpuContext:
@@ -68,10 +65,7 @@ def test_sweep_block_choice_is_vela_s(key):
 @pytest.mark.parametrize("row", compare(SWEEP), ids=lambda r: r["case"])
 def test_sweep_cycles_near_vela(row):
     case, config = row["case"].split("@")[:2]
-    if get_accelerator(config).cores > 1:
-        limit = MULTI_CORE_PCT
-    else:
-        limit = 15.0 if case in LOOSE else 5.0
+    limit = 35.0 if case in LOOSE else 5.0 if get_accelerator(config).cores == 1 else 15.0
     assert abs(row["error_pct"]) <= limit, (row, LOOSE.get(case))
 
 
@@ -80,8 +74,13 @@ def test_sweep_cycles_near_vela(row):
 def test_sweep_total_per_configuration(config):
     rows = [r for r in compare(SWEEP) if r["case"].endswith("@" + config)]
     assert len(rows) >= 30
-    rel = MULTI_CORE_TOTAL if get_accelerator(config).cores > 1 else 0.01
+    rel = 0.01 if get_accelerator(config).cores == 1 else 0.02
     assert sum(r["refsim"] for r in rows) == pytest.approx(sum(r["vela"] for r in rows), rel=rel)
+
+
+def test_sweep_memory_bound_cases_with_weights_in_dram():
+    rows = [r for r in compare(SWEEP) if r["case"].endswith("@Shared_Sram")]
+    assert len(rows) >= 5 and all(abs(r["error_pct"]) <= 2.0 for r in rows)
 
 
 def test_sweep_provenance():
