@@ -31,6 +31,7 @@ configuration, per-channel read bandwidth limits and no per-layer fill latency. 
   scales once per OFM block column; bursts as regor counts them (NHCWB16 between NPU ops, NHWC
   for a delegate's inputs/outputs); ``channel_bw = min(bandwidth, burst · min(read buffers /
   burst words, 0.8 · outstanding · ports) / latency · 0.8)``.
+- a standalone LUT op first copies its 256-byte table into the LUT RAM (1 byte per cycle).
 - chaining: an elementwise op with two feature-map inputs right after an NPU op of the same OFM
   shape runs in its chaining buffer (regor ``EthosU85OpGroup::Chain``): Vela reports 0 cycles.
 
@@ -64,6 +65,9 @@ from isa_models.ethos_u85_arch import (
 )
 from isa_models.ethos_u85_blocks import U85Block, choose_block, hw_op, sparse_weights
 from isa_models.ethos_u_arch import Block
+
+LUT_BYTES = 256  # an int8 lookup table
+LUT_RAM_BYTES_PER_CYCLE = 1.0  # regor ``ArchEthosU85`` lutram parameters
 
 # --- memory ----------------------------------------------------------------------------------
 
@@ -300,7 +304,10 @@ def layer_cycles(ctx, layer):
 
     blk = choose_block(ctx.accelerator.macs, layer)
     cycles, moved = access_cycles(ctx, layer, blk)
-    return LayerCycles(compute=compute_cycles(ctx, layer, blk), memory=cycles, bytes=moved, fill=0.0)
+    compute = compute_cycles(ctx, layer, blk)
+    if layer.op == "lut":  # the table is copied into the LUT RAM first (regor's lutram: 1 byte/cycle)
+        compute += LUT_BYTES / LUT_RAM_BYTES_PER_CYCLE
+    return LayerCycles(compute=compute, memory=cycles, bytes=moved, fill=0.0)
 
 
 def chained(prev, layer) -> bool:

@@ -22,7 +22,6 @@ SWEEP = json.loads((ROOT / "benchmarks" / "results" / "ethos_u85_sweep.json").re
 TRAVERSAL = {"depth_first": "DepthFirst", "part_kernel": "PartKernel", "depthwise": "Depthwise"}
 # cases further from Vela than the rest (at most 35%), and why:
 LOOSE = {
-    "sigmoid_32_10x10": "a LUT op's block transfer term: Vela adds ~820 cycles on U85-256, refsim 564",
     "conv1x1_add_32_14x14": "a chained convolution counts whole OFM blocks in height (4, not 3.5) and more "
     "per core",
 }
