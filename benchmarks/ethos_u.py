@@ -33,9 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("kws", "vww", "ic", "ad")
 CONFIGS = ("ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u85-256")
+# the efficiency table covers the U55/U65 formula; U85 follows Vela's regor model
+# (isa_models.ethos_u85, checked on benchmarks/ethos_u85_sweep.py) and has no fitted factor
 ALL_CONFIGS = (
     "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512",
-    "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048",
 )  # fmt: skip
 CALIBRATION = ROOT / "isa_models" / "ethos_u_calibration.py"
 TARGET_PCT = 15.0
@@ -51,8 +52,13 @@ def export(out_root: Path, models=MODELS, configs=CONFIGS) -> None:
         _export_one(out_root, name, make_models.build(spec), make_models.calibration(spec), configs)
 
 
-def _export_one(out_root: Path, name: str, model, samples, configs) -> None:
-    """ExecuTorch's Ethos-U flow for one model on each config, keeping Vela's outputs."""
+def _export_one(
+    out_root: Path, name: str, model, samples, configs, extra_flags=(), system=None, memory_mode=None
+) -> None:
+    """ExecuTorch's Ethos-U flow for one model on each config, keeping Vela's outputs. A sample
+    is one input tensor or a tuple of them; ``extra_flags`` go to Vela after
+    ``--verbose-performance``; ``system``/``memory_mode`` override EthosUCompileSpec's defaults
+    (the output directory then ends in ``_<memory_mode>``)."""
     import torch
     from ethosu.vela import vela
     from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
@@ -74,22 +80,26 @@ def _export_one(out_root: Path, name: str, model, samples, configs) -> None:
     try:
         for config in configs:
             t0 = time.perf_counter()
-            d = out_root / f"{name}_{config}"
+            d = out_root / (f"{name}_{config}" + (f"_{memory_mode}" if memory_mode else ""))
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
             state.update(count=0, dir=d)
-            cs = EthosUCompileSpec(config, extra_flags=["--verbose-performance"])
+            cs = EthosUCompileSpec(
+                config, system_config=system, memory_mode=memory_mode,
+                extra_flags=["--verbose-performance", *extra_flags],
+            )  # fmt: skip
             cs.dump_intermediate_artifacts_to(str(d))
             quantizer = EthosUQuantizer(cs)
             quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
-            exported = torch.export.export(model, (samples[0],)).module(check_guards=False)
+            inputs = [x if isinstance(x, tuple) else (x,) for x in samples]
+            exported = torch.export.export(model, inputs[0]).module(check_guards=False)
             prepared = prepare_pt2e(exported, quantizer)
             with torch.no_grad():
-                for x in samples:
-                    prepared(x)
+                for x in inputs:
+                    prepared(*x)
             converted = convert_pt2e(prepared)
             to_edge_transform_and_lower(
-                torch.export.export(converted, (samples[0],)), partitioner=[EthosUPartitioner(cs)]
+                torch.export.export(converted, inputs[0]), partitioner=[EthosUPartitioner(cs)]
             )
             print(f"exported {name} {config} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     finally:
@@ -227,6 +237,7 @@ def write_calibration(table: dict, path: Path) -> None:
         "MLPerf Tiny models), exported through ExecuTorch 1.5.1's Ethos-U backend with its default",
         "system configuration per family. The four MLPerf Tiny models, which the estimate is compared",
         "with, are never used. ``layers`` = how many layers the factors of a configuration rest on.",
+        "U55 and U65 only: Ethos-U85 layers follow isa_models.ethos_u85 (Vela's regor model), unfitted.",
         '"""',
         "",
         "EFFICIENCY: dict[str, dict[str, float]] = {",

@@ -455,7 +455,12 @@ def _traffic(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> dict[str, tu
 
 
 def layer_cycles(ctx: NpuContext, layer: NpuLayer) -> LayerCycles:
-    """The layer's compute, per-memory access cycles and total (see the module docstring)."""
+    """The layer's compute, per-memory access cycles and total (see the module docstring); an
+    Ethos-U85 layer follows isa_models.ethos_u85 (Vela's regor model for U85)."""
+    if ctx.accelerator.family == "u85":
+        from isa_models import ethos_u85
+
+        return ethos_u85.layer_cycles(ctx, layer)
     cfg = choose_block(ctx.accelerator, layer)
     compute = compute_cycles(ctx, layer, cfg)
     memory: dict[str, float] = {}

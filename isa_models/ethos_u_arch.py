@@ -16,12 +16,11 @@ unit ``activation_rates`` (LUT, ReLU-like clamp, none).
 Sources. Ethos-U55/U65: Vela 5.1.0's ``architecture_features.py`` (``accelerator_configs``,
 ``_generate_output_perf_tables``, SHRAM granules, AXI port widths: 8 bytes/cycle on U55, 16 on
 U65) — the facts are Arm's, the values are restated here as named fields. Ethos-U85: Vela 5.1.0
-compiles U85 with its C++ core (regor) whose tables are not readable from the wheel; the U85
-rows are *derived*: the same 8-deep dot-product lanes in a micro-block grown with the MAC count
-(128: 2x1x8 like U55-128, 256: 2x2x8, 512: 2x2x16, 1024: 4x2x16, 2048: 4x4x16), output and
-activation rates of the U55/U65 row with the same MACs (halved per doubling above 512), 16-byte
-AXI ports (Vela's architecture_features for U85) and a 2x larger shared buffer from 512 MACs on.
-They are uncalibrated: Vela's U85 estimates are in the comparison set, never fitted.
+models U85 with its C++ core (regor), whose engine is not this banked-SHRAM one: its tables
+(micro-blocks per op, IFM/accumulator RAMs, rates) are isa_models.ethos_u85_arch and its layer
+cycles isa_models.ethos_u85. The U85 rows here carry the configuration's name, MAC count, cores
+(regor: 1, 1, 2, 4, 4), convolution micro-block and 16-byte AXI width; their SHRAM, output-rate
+and activation-rate fields are not used (``regor=True``).
 """
 
 from __future__ import annotations
@@ -98,7 +97,7 @@ class Accelerator:
     activation_rates: ActivationRates
     axi_bytes_per_cycle: float  # one AXI port's data width
     ofm_block_max: Block = Block(64, 32, 128)
-    derived: bool = False  # True for the U85 rows (see the module docstring)
+    regor: bool = False  # True for the U85 rows: costed by isa_models.ethos_u85 (module docstring)
 
     @property
     def shram_reserved_end_banks(self) -> int:
@@ -136,10 +135,10 @@ def _u55(macs: int, ublock: Block, ifm: Block, banks: int, g: Granules, units: i
     return Accelerator(f"ethos-u55-{macs}", "u55", macs, 1, ublock, ifm, banks, g, units, out, act, 8.0)
 
 
-def _u85(macs: int, ublock: Block, banks: int, g: Granules, out, act) -> Accelerator:
+def _u85(macs: int, cores: int, ublock: Block, ifm: Block, banks: int, g: Granules, out, act) -> Accelerator:
     return Accelerator(
-        f"ethos-u85-{macs}", "u85", macs, 1, ublock, Block(ublock.w, ublock.h, 8), banks, g,
-        max(4, macs // 32), out, act, 16.0, derived=True,
+        f"ethos-u85-{macs}", "u85", macs, cores, ublock, ifm, banks, g, max(4, macs // 32), out, act, 16.0,
+        regor=True,
     )  # fmt: skip
 
 
@@ -155,11 +154,11 @@ ACCELERATORS: dict[str, Accelerator] = {
                     _OUT_256, _ACT_256, 16.0),
         Accelerator("ethos-u65-512", "u65", 512, 2, Block(2, 2, 8), Block(2, 2, 8), 48, _G48, 8,
                     _OUT_512, _ACT_512, 16.0),
-        _u85(128, Block(2, 1, 8), 24, _G24, _OUT_128, _ACT_128),
-        _u85(256, Block(2, 2, 8), 48, _G48, _OUT_256, _ACT_256),
-        _u85(512, Block(2, 2, 16), 96, _G48, _OUT_512, _ACT_512),
-        _u85(1024, Block(4, 2, 16), 96, _G48, _halved(_OUT_512, 1), _ACT_512),
-        _u85(2048, Block(4, 4, 16), 96, _G48, _halved(_OUT_512, 2), _ACT_512),
+        _u85(128, 1, Block(2, 1, 8), Block(2, 1, 8), 24, _G24, _OUT_128, _ACT_128),
+        _u85(256, 1, Block(2, 2, 8), Block(2, 2, 8), 48, _G48, _OUT_256, _ACT_256),
+        _u85(512, 2, Block(2, 2, 16), Block(2, 2, 16), 96, _G48, _OUT_512, _ACT_512),
+        _u85(1024, 4, Block(2, 2, 32), Block(2, 4, 16), 96, _G48, _halved(_OUT_512, 1), _ACT_512),
+        _u85(2048, 4, Block(2, 2, 64), Block(4, 4, 16), 96, _G48, _halved(_OUT_512, 2), _ACT_512),
     )
 }  # fmt: skip
 
@@ -174,8 +173,8 @@ def get_accelerator(name: str) -> Accelerator:
 
 def _check() -> None:
     for a in ACCELERATORS.values():
-        u = a.ofm_ublock
-        assert u.w * u.h * u.d * 8 * a.cores == a.macs, a.name
+        u = a.ofm_ublock  # regor's micro-block spans every core; the legacy one is per core
+        assert u.w * u.h * u.d * 8 * (1 if a.regor else a.cores) == a.macs, a.name
 
 
 _check()

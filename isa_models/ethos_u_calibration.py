@@ -9,6 +9,7 @@ two synthetic networks of benchmarks/ethos_u.py (``synthetic_networks``: shapes 
 MLPerf Tiny models), exported through ExecuTorch 1.5.1's Ethos-U backend with its default
 system configuration per family. The four MLPerf Tiny models, which the estimate is compared
 with, are never used. ``layers`` = how many layers the factors of a configuration rest on.
+U55 and U65 only: Ethos-U85 layers follow isa_models.ethos_u85 (Vela's regor model), unfitted.
 """
 
 EFFICIENCY: dict[str, dict[str, float]] = {
@@ -52,41 +53,6 @@ EFFICIENCY: dict[str, dict[str, float]] = {
         "conv_1x1": 1.5653,
         "depthwise": 1.3473,
         "vector_product": 0.8431,
-        "layers": 18,
-    },
-    "ethos-u85-128": {
-        "conv": 0.9891,
-        "conv_1x1": 1.4026,
-        "depthwise": 0.8038,
-        "vector_product": 0.4444,
-        "layers": 18,
-    },
-    "ethos-u85-256": {
-        "conv": 1.1433,
-        "conv_1x1": 1.4565,
-        "depthwise": 0.8173,
-        "vector_product": 0.4442,
-        "layers": 18,
-    },
-    "ethos-u85-512": {
-        "conv": 1.0989,
-        "conv_1x1": 1.2858,
-        "depthwise": 0.7678,
-        "vector_product": 0.2326,
-        "layers": 18,
-    },
-    "ethos-u85-1024": {
-        "conv": 1.1875,
-        "conv_1x1": 0.7751,
-        "depthwise": 0.549,
-        "vector_product": 0.1274,
-        "layers": 18,
-    },
-    "ethos-u85-2048": {
-        "conv": 1.4421,
-        "conv_1x1": 0.5865,
-        "depthwise": 0.508,
-        "vector_product": 0.1447,
         "layers": 18,
     },
 }

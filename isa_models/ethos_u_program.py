@@ -27,9 +27,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from isa_models import ethos_u85
 from isa_models.cost import Cost
 from isa_models.errors import IsaModelError
-from isa_models.ethos_u import NpuContext, NpuLayer, layer_cycles
+from isa_models.ethos_u import LayerCycles, NpuContext, NpuLayer, layer_cycles
 from isa_models.ethos_u_arch import Block, get_accelerator
 from isa_models.ethos_u_supported import Call, npu_rejections, unsupported_function
 from isa_models.ethos_u_systems import MEMORY_MODES, MemoryMode, NpuSystem, resolve
@@ -213,18 +214,11 @@ def _layers_of(w: KernelWork, c: Call, next_function: str | None) -> tuple[list[
         return [NpuLayer("elementwise", block("input_1_dims"), block("output_dims"), ifm2=block("input_2_dims"),
                          op=op, activation="none")], op.capitalize() + "imum"  # fmt: skip
     if f == "arm_softmax_s8":
-        rows, size = p("num_rows", 1), p("row_size", 1)
-        full, per_row = Block(1, rows, size), Block(1, rows, 1)
-
-        def ew(shape: Block, op: str, two: bool = False) -> NpuLayer:
-            return NpuLayer("elementwise", shape, shape, ifm2=shape if two else None, op=op,
-                            activation="lut" if op == "lut" else "none")  # fmt: skip
-
-        reduce_max = NpuLayer("reduce", full, per_row, activation="none")
-        reduce_sum = NpuLayer("reduce", full, per_row, activation="none")
-        layers = [reduce_max, ew(full, "rescale"), ew(per_row, "rescale"), ew(full, "sub", True),
-                  ew(full, "rescale"), ew(full, "lut"), reduce_sum, ew(per_row, "lut"), ew(full, "mul", True)]  # fmt: skip
-        return layers, "Softmax (max, sub, exp table, sum, reciprocal table, mul + rescales)"
+        return softmax_layers(p("num_rows", 1), p("row_size", 1), c.family), (
+            "Softmax (max, sub + exp table, sum, mul + reciprocal table)"
+            if c.family == "u85"
+            else "Softmax (max, sub, exp table, sum, reciprocal table, mul + rescales)"
+        )
     if f == "arm_pad_s8":
         if next_function in CONV_LIKE:
             return [], "Pad folded into the next layer's padding"
@@ -239,6 +233,34 @@ def _layers_of(w: KernelWork, c: Call, next_function: str | None) -> tuple[list[
         shape = Block(1, 1, n)
         return [NpuLayer("elementwise", shape, shape, op="copy", activation="none")], "Transpose"
     raise AssertionError(f)  # npu_rejections lets only the functions above through
+
+
+def softmax_layers(rows: int, size: int, family: str) -> list[NpuLayer]:
+    """The int8 softmax as ExecuTorch's Arm backend hands it to Vela (``decompose_softmax_pass``):
+    max, subtract, exp table, sum, reciprocal table, multiply, with a rescale per int8 operand.
+    On U85 regor fuses each table and rescale into the op before it; the max pools a
+    1 x ``size`` kernel and the sum reduces the row as channels."""
+    if family == "u85":  # rows along the width, the row's values as channels; the max pools
+        # each row as one 1 x size kernel over a one-channel map (Vela's shapes on the sweep)
+        full, per_row = Block(rows, 1, size), Block(rows, 1, 1)
+        return [
+            NpuLayer(
+                "reduce", Block(size, rows, 1), Block(1, rows, 1), (size, 1), op="max", activation="none"
+            ),
+            NpuLayer("elementwise", full, full, ifm2=per_row, op="sub", activation="lut"),
+            NpuLayer("reduce", full, per_row, op="sum", activation="none"),
+            NpuLayer("elementwise", full, full, ifm2=per_row, op="mul", activation="none"),
+        ]
+    full, per_row = Block(1, rows, size), Block(1, rows, 1)
+
+    def ew(shape: Block, op: str, two: bool = False) -> NpuLayer:
+        return NpuLayer("elementwise", shape, shape, ifm2=shape if two else None, op=op,
+                        activation="lut" if op == "lut" else "none")  # fmt: skip
+
+    reduce_max = NpuLayer("reduce", full, per_row, op="max", activation="none")
+    reduce_sum = NpuLayer("reduce", full, per_row, op="sum", activation="none")
+    return [reduce_max, ew(full, "rescale"), ew(per_row, "rescale"), ew(full, "sub", True),
+            ew(full, "rescale"), ew(full, "lut"), reduce_sum, ew(per_row, "lut"), ew(full, "mul", True)]  # fmt: skip
 
 
 def _rejections(op: OpInput, family: str) -> list[str]:
@@ -294,6 +316,7 @@ def estimate_ops(
     if previous is not None:
         last.add(previous)
     delegates = len(first)
+    prev_layer: NpuLayer | None = None  # the last NPU layer of the current run (U85 chaining)
     for k, op in enumerate(ops):
         kernels = [w for w in op.works if isinstance(w, KernelWork)]
         if memory_only[k]:
@@ -307,6 +330,7 @@ def estimate_ops(
             variant = ", ".join(dict.fromkeys(w.function for w in kernels)) or "portable"
             note = "; ".join(dict.fromkeys(reasons[k]))
             est.rows.append(EthosRow(op.index, op.name, "CPU", variant, cost, "host", note))
+            prev_layer = None
             continue
         following = next(
             (w.function for o in ops[k + 1 :] for w in o.works if isinstance(w, KernelWork)), None
@@ -320,7 +344,13 @@ def estimate_ops(
             planned[0] = replace(planned[0], ifm_io=True)
         if planned and k in last:
             planned[-1] = replace(planned[-1], ofm_io=True)
-        layers = [layer_cycles(ctx, layer) for layer in planned]
+        layers = []
+        for layer in planned:
+            if acc.family == "u85" and ethos_u85.chained(prev_layer, layer):
+                layers.append(LayerCycles(compute=0.0))  # runs inside the previous op
+            else:
+                layers.append(layer_cycles(ctx, layer))
+            prev_layer = layer
         macs = sum(layer.macs for layer in planned)
         cycles = sum(lc.total for lc in layers)
         bound = max(layers, key=lambda lc: lc.total).bound if layers else "-"  # the costliest layer's

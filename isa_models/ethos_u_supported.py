@@ -173,6 +173,18 @@ def constraint_u85_only(c: Call) -> str | None:
     return None
 
 
+def constraint_executorch_u55_pool_stride(c: Call) -> str | None:
+    """Pooling strides must be between 1 and 3 on Ethos-U55/U65: ExecuTorch's Arm partitioner
+    leaves a wider one to the CPU [ExecuTorch 1.5.1 Arm backend, pool_2d_support.py:
+    AvgPool2dSupported/MaxPool2dSupported stride_check for the U55 TOSA subset; Vela itself
+    would take a global average pool]"""
+    if c.function not in POOL or c.family == "u85":
+        return None
+    sw, sh = c.p("stride.w", 1), c.p("stride.h", 1)
+    ok = STRIDE_RANGE[0] <= sw <= STRIDE_RANGE[1] and STRIDE_RANGE[0] <= sh <= STRIDE_RANGE[1]
+    return None if ok else f"stride {sw}x{sh}"
+
+
 def unsupported_function(function: str) -> str:
     """The message for work with no NPU mapping (fp32 ops, quantize/dequantize, float div)."""
     return f"no Ethos-U operator for {function} (int8/int16 operators only)"
@@ -191,6 +203,7 @@ RULES: tuple[Rule, ...] = (
     constraint_avgpool_filter,
     constraint_maxpool_filter,
     constraint_u85_only,
+    constraint_executorch_u55_pool_stride,
 )
 
 
