@@ -14,14 +14,19 @@ An op's cost hook (refsim/ops/cost.py) describes the op as work items; this modu
 - :class:`NoEstimate` — an op the model cannot price; it shows as "no estimate", never 0.
 
 Plus :func:`dispatch_cost` per KernelCall (ExecuTorch's Method::execute loop and the op's
-argument unboxing) and the memory-system penalty of :func:`memory_penalty` for a system
+argument unboxing, measured per core: isa_models/dispatch.json) and :func:`execute_cost` once per
+inference, and the memory-system penalty of :func:`memory_penalty` for a system
 whose weights or code sit in flash.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from isa_models import layout
 from isa_models.cores import get_core_model
@@ -92,14 +97,13 @@ FLOAT_CYCLES: Mapping[str, FloatTable] = {
 
 @dataclass(frozen=True)
 class Dispatch:
-    """Instructions of one KernelCall outside the kernel: ExecuTorch's ``Method::execute`` loop
-    and ``execute_instruction`` (instruction-count check, flatbuffer instruction and union-tag
-    reads, switch, KernelRuntimeContext, the args span, the indirect call, failure-state check,
-    next index: ~60 instructions), the generated wrapper unboxing each argument EValue (tag check
-    and load: ~6 per argument), and the cortex_m op's own set-up before it calls CMSIS-NN
-    (building cmsis_nn_dims/params structs and its checks: ~120). Read from method.cpp and
-    ExecuTorch's cortex_m op sources, not measured; cycles = instructions x ``cpi`` (branchy
-    pointer-chasing code on a single-issue core)."""
+    """The old reading-based dispatch (kept for comparison; cores without a measurement fall back
+    to it): ExecuTorch's ``Method::execute`` loop and ``execute_instruction`` (~60 instructions),
+    the generated wrapper unboxing each argument EValue (~6 per argument), read from method.cpp,
+    cycles = instructions x ``cpi``. ``cortex_m_setup`` / ``portable_setup``: the op's own set-up
+    before it calls CMSIS-NN (building cmsis_nn_dims/params structs and its checks: ~120; a
+    portable op's ~40), read from ExecuTorch's cortex_m op sources. The set-up is still this
+    reading: the measurement (:class:`MeasuredDispatch`) runs empty kernel bodies."""
 
     loop: int = 60
     per_argument: int = 6
@@ -108,13 +112,103 @@ class Dispatch:
     cpi: float = 1.4
 
 
-DISPATCH = Dispatch()
+READING_BASED = Dispatch()
+DISPATCH = READING_BASED
+
+#: ExecuTorch's measured dispatch (refsim/qemu/dispatch_probe.py, benchmarks/dispatch.py).
+DISPATCH_DATA = Path(__file__).with_name("dispatch.json")
 
 
-def dispatch_cost(arguments: int, *, cortex_m: bool, dispatch: Dispatch = DISPATCH) -> Cost:
-    instructions = dispatch.loop + dispatch.per_argument * arguments
-    instructions += dispatch.cortex_m_setup if cortex_m else dispatch.portable_setup
-    return Cost(instructions=float(instructions), cycles=instructions * dispatch.cpi, sources=("dispatch",))
+@dataclass(frozen=True)
+class DispatchRate:
+    """One core's measured dispatch in one unit (instructions or cycles), fitted on per-call
+    counting windows of ExecuTorch's runtime built from source and run under QEMU::
+
+        per call    = call + argument · arguments + list · list arguments + list_element · elements
+        per execute = execute   (Method::execute's entry and exit, once per inference)
+
+    ``arguments``: the schema's arguments, out included; ``list arguments``: the int[]/float[]/
+    bool[]/Tensor[] among them (each a BoxedEvalueList to unbox), ``elements`` their total length
+    (each element unboxed from its own EValue)."""
+
+    call: float
+    argument: float
+    list: float
+    list_element: float
+    execute: float
+
+    def per_call(self, arguments: int, lists: int, list_elements: int) -> float:
+        return self.call + self.argument * arguments + self.list * lists + self.list_element * list_elements
+
+
+@dataclass(frozen=True)
+class MeasuredDispatch:
+    core: str
+    instructions: DispatchRate
+    cycles: DispatchRate
+    source: str
+
+
+@functools.cache
+def measured_dispatch() -> Mapping[str, MeasuredDispatch]:
+    """Per core, the measured dispatch of :data:`DISPATCH_DATA` (empty if the file is absent)."""
+    if not DISPATCH_DATA.is_file():
+        return {}
+    data = json.loads(DISPATCH_DATA.read_text())
+    source = f"dispatch measured (ExecuTorch {data['provenance']['executorch'].split(' (')[0]})"
+    fields = [f.name for f in dataclasses.fields(DispatchRate)]
+    return {
+        core: MeasuredDispatch(
+            core,
+            DispatchRate(**{k: float(entry["fit"]["instructions"][k]) for k in fields}),
+            DispatchRate(**{k: float(entry["fit"]["cycles"][k]) for k in fields}),
+            source,
+        )
+        for core, entry in data["cores"].items()
+    }
+
+
+def _setup(cortex_m: bool, dispatch: Dispatch) -> float:
+    return float(dispatch.cortex_m_setup if cortex_m else dispatch.portable_setup)
+
+
+def dispatch_cost(
+    arguments: int,
+    *,
+    cortex_m: bool,
+    core: str | None = None,
+    lists: int = 0,
+    list_elements: int = 0,
+    dispatch: Dispatch = READING_BASED,
+) -> Cost:
+    """One KernelCall's cost outside its kernel: the measured per-call dispatch of ``core``
+    (:class:`DispatchRate`) plus the op's set-up (reading-based, :class:`Dispatch`); without a
+    measurement for ``core`` (or without ``core``) the reading-based loop and unboxing."""
+    setup = _setup(cortex_m, dispatch)
+    measured = measured_dispatch().get(core) if core else None
+    if measured is None:
+        instructions = dispatch.loop + dispatch.per_argument * arguments + setup
+        return Cost(
+            instructions=float(instructions), cycles=instructions * dispatch.cpi, sources=("dispatch",)
+        )
+    ins = measured.instructions.per_call(arguments, lists, list_elements)
+    cyc = measured.cycles.per_call(arguments, lists, list_elements)
+    return Cost(
+        instructions=ins + setup,
+        cycles=cyc + setup * dispatch.cpi,
+        sources=(measured.source, "op set-up (reading-based)"),
+    )
+
+
+def execute_cost(core: str) -> Cost:
+    """Method::execute's own entry and exit, once per inference (measured; 0 without a measurement,
+    where the reading-based model had no per-execute term)."""
+    measured = measured_dispatch().get(core)
+    if measured is None:
+        return Cost()
+    return Cost(
+        instructions=measured.instructions.execute, cycles=measured.cycles.execute, sources=(measured.source,)
+    )
 
 
 def memory_penalty(cost: Cost, weights_bytes: int, system) -> Cost:
@@ -190,16 +284,22 @@ class OpEstimate:
 
 __all__ = [
     "DISPATCH",
+    "DISPATCH_DATA",
     "FLOAT_CYCLES",
+    "READING_BASED",
     "CopyWork",
     "Dispatch",
+    "DispatchRate",
     "FloatTable",
     "FloatWork",
     "KernelWork",
+    "MeasuredDispatch",
     "NoEstimate",
     "OpEstimate",
     "Work",
     "cost_of",
     "dispatch_cost",
+    "execute_cost",
+    "measured_dispatch",
     "memory_penalty",
 ]

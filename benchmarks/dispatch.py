@@ -1,0 +1,84 @@
+"""ExecuTorch's measured per-KernelCall dispatch cost per core, against the old reading-based values.
+
+    EXECUTORCH_DIR=/tmp/et FLATBUFFERS_DIR=/tmp/flatbuffers python benchmarks/dispatch.py [--write]
+        [--cores cortex-m4,cortex-m55] [--build DIR]
+
+Builds ExecuTorch's runtime from EXECUTORCH_DIR for every core, executes the bundled programs and
+synthetic chains with empty kernels under QEMU (refsim/qemu/dispatch_probe.py, dispatch_measure.py), prints per core
+the fitted per-execute / per-call / per-argument / per-list-element instructions and cycles and
+the dispatch of each bundled program, and saves benchmarks/results/dispatch.json. ``--write``
+also refreshes isa_models/dispatch.json, the data isa_models/program.py prices dispatch with.
+Write EXECUTORCH_DIR/EXECUTORCH_REVISION (e.g. ``main cff6f4dd... (2026-08-22)``) first so the
+provenance names the tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "dispatch.json"
+DATA = ROOT / "isa_models" / "dispatch.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from isa_models.program import READING_BASED
+    from refsim.qemu.dispatch_measure import CORES, measure_all
+    from refsim.qemu.dispatch_probe import DispatchProbeError, Sources
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"refresh {DATA.relative_to(ROOT)}")
+    parser.add_argument("--cores", default=",".join(CORES))
+    parser.add_argument("--build", type=Path, default=None, help="build directory (default: a temporary one)")
+    args = parser.parse_args(argv)
+    command = "python benchmarks/dispatch.py" + (" --write" if args.write else "")
+    try:
+        sources = Sources.from_environment()
+        with tempfile.TemporaryDirectory(prefix="refsim-dispatch-") as tmp:
+            build = args.build or Path(tmp)
+            data = measure_all(sources, ROOT / "examples" / "models", build, args.cores.split(","), command)
+    except DispatchProbeError as error:
+        print(f"refsim: error: {error}", file=sys.stderr)
+        return 2
+    old = READING_BASED
+    print(
+        f"reading-based (old): per call {old.loop} + {old.per_argument}/argument instructions, x{old.cpi} cycles"
+    )
+    print(
+        f"{'core':14} {'':6} {'execute':>8} {'call':>7} {'/arg':>6} {'/list':>6} {'/elem':>6} {'maxerr':>7}"
+    )
+    for core, entry in data["cores"].items():
+        fit = entry["fit"]
+        for what in ("instructions", "cycles"):
+            f = fit[what]
+            print(
+                f"{core:14} {what[:6]:6} {f['execute']:8.1f} {f['call']:7.1f} {f['argument']:6.2f} "
+                f"{f['list']:6.2f} {f['list_element']:6.2f} {fit['max_call_error'][what]:7.1%}"
+            )
+    print(f"\n{'program':10} " + " ".join(f"{c.removeprefix('cortex-'):>12}" for c in data["cores"]))
+    for name in (n for n in data["programs"] if not n.startswith(("chain_", "lists_"))):
+        cells = []
+        for entry in data["cores"].values():
+            prog = entry["windows"][name]
+            cells.append(f"{sum(prog['instructions']):>5}i/{sum(prog['cycles']):>5}c")
+        print(f"{name:10} " + " ".join(cells))
+    # One line per list of numbers (the windows), so the file stays short and diffable.
+    text = re.sub(r"\[\s*([-0-9.,\s]+?)\s*\]", lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]",
+                  json.dumps(data, indent=1, sort_keys=True)) + "\n"  # fmt: skip
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    summary = {"provenance": data["provenance"], "cores": {c: e["fit"] for c, e in data["cores"].items()}}
+    RESULTS.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    if args.write:
+        DATA.write_text(text)
+        print(f"wrote {DATA.relative_to(ROOT)}")
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
