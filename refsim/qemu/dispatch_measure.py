@@ -22,6 +22,7 @@ from refsim.qemu.dispatch_probe import (
     ET_FLAGS,
     DispatchProbeError,
     Sources,
+    _mkdir,
     _run,
     arg_kind,
     build_probe,
@@ -152,11 +153,6 @@ def measure(model_name: str, sources: Sources, models: Path, build: Path) -> dic
             "cycles": [w["cycles"] for w in runs],
         }
     return out
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 #: Features of the per-call fit: every schema argument (out included), the list arguments among

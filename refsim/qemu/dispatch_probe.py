@@ -347,11 +347,20 @@ def et_flags(gcc_flags: Sequence[str]) -> list[str]:
     return [*gcc_flags, *ET_FLAGS]
 
 
-def build_probe(model_name: str, sources: Sources, programs: Sequence[Path], build: Path) -> Path:
-    """The probe ELF for the core model ``model_name`` (cortex-m0plus .. cortex-m85), built in
-    ``build`` (ExecuTorch objects reused from an earlier call with the same sources and flags)."""
+@dataclass(frozen=True)
+class Objects:
+    """ExecuTorch compiled for one core: the QEMU core, the C++ flags and includes, the objects."""
+
+    qcore: object  # refsim.qemu.cores.Core
+    flags: tuple[str, ...]
+    includes: tuple[str, ...]
+    objects: tuple[str, ...]
+
+
+def et_objects(model_name: str, sources: Sources, build: Path, units: Sequence[str] = ()) -> Objects:
+    """ExecuTorch's runtime (:data:`ET_SOURCES`) and ``units`` (more paths under EXECUTORCH_DIR)
+    compiled for the core model ``model_name`` into ``build`` (reused when already there)."""
     from isa_models.cores import get_core_model
-    from refsim.qemu import build as qbuild
     from refsim.qemu.timing import qemu_core_for
 
     model = get_core_model(model_name)
@@ -366,14 +375,15 @@ def build_probe(model_name: str, sources: Sources, programs: Sequence[Path], bui
     if not (build / "generated/executorch/schema/program_generated.h").is_file():
         _generate_schema(sources, build / "generated")
     includes = _includes(sources, build)
-    units = [s for s in ET_SOURCES] + [s for s in ET_OPTIONAL_SOURCES if (sources.executorch / s).is_file()]
-    pending = []
-    for rel in units:
+    wanted = [*ET_SOURCES, *(s for s in ET_OPTIONAL_SOURCES if (sources.executorch / s).is_file()), *units]
+    objects, pending = [], []
+    for k, rel in enumerate(wanted):
         obj = objdir / (rel.replace("/", "__") + ".o")
+        objects.append(str(obj))
         if not obj.is_file():
             cmd = [gxx, *flags, *includes, "-c", str(sources.executorch / rel), "-o", str(obj)]
             pending.append((subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True), rel))
-        if len(pending) >= 2 or (rel == units[-1] and pending):
+        if len(pending) >= 2 or (k == len(wanted) - 1 and pending):
             for proc, what in pending:
                 _, err = proc.communicate()
                 if proc.returncode != 0:
@@ -381,22 +391,28 @@ def build_probe(model_name: str, sources: Sources, programs: Sequence[Path], bui
                         f"dispatch probe: compiling {what} for {model.name} failed:\n{err[:3000]}"
                     )
             pending = []
-    objects = sorted(str(p) for p in objdir.glob("*.o"))
-    work = build / f"probe-{model.name}"
+    return Objects(qcore, tuple(flags), tuple(includes), tuple(objects))
+
+
+def link_probe(objects: Objects, work: Path, inputs: Sequence[Path], *, bulk_section: str = "") -> Path:
+    """``work/probe.elf``: ``inputs`` (C++ and assembly) with the ExecuTorch objects, the boards'
+    startup and semihosting, on the board's linker script (``bulk_section``: an input section
+    placed in the bulk region)."""
+    from refsim.qemu import build as qbuild
+
+    qcore = objects.qcore
+    gxx = _tool("arm-none-eabi-g++")
     work.mkdir(parents=True, exist_ok=True)
-    schemas = program_schemas(programs)
-    (work / "kernels.cpp").write_text(kernels_source(schemas))
-    (work / "blobs.S").write_text(blobs_source([p.resolve() for p in programs]))
     template = qbuild.KERNELS_C / qbuild.LINKER_TEMPLATE
     script = work / "link.ld"
     _run(
         [gxx, "-E", "-P", "-x", "c", *qbuild._memory_defines(qcore), str(template), "-o", str(script)],
         "linker script",
     )
-    text = script.read_text()
-    # The programs go to the bulk region (the M55 board's code region is too small for them).
-    text = text.replace("/DISCARD/", ".rs_programs : { KEEP(*(.rs_programs)) } > BULK\n    /DISCARD/", 1)
-    script.write_text(text)
+    if bulk_section:
+        text = script.read_text()
+        section = f"{bulk_section} : {{ KEEP(*({bulk_section})) }} > BULK\n    /DISCARD/"
+        script.write_text(text.replace("/DISCARD/", section, 1))
     board = qbuild.get_core(qcore.name)
     cflags = [*qcore.gcc_flags, "-mthumb", "-O2", "-std=c11", f"-I{KERNELS_C / 'boards'}"]
     c_objects = []
@@ -408,13 +424,31 @@ def build_probe(model_name: str, sources: Sources, programs: Sequence[Path], bui
         )
         c_objects.append(str(obj))
     elf = work / "probe.elf"
+    # nosys: newlib's abort/sbrk pulled in by the PAL are never called; ``end`` for its sbrk.
     _run(
-        [gxx, *flags, *includes, str(PROBE_DIR / "main.cpp"), str(work / "kernels.cpp"), str(work / "blobs.S"),
-         *objects, *c_objects, "--specs=nosys.specs", "-Wl,--defsym=end=__bss_end", "-nostartfiles", "-T", str(script), "-Wl,--gc-sections",
-         f"-Wl,-Map={work / 'probe.map'}", "-o", str(elf)],
-        f"linking the dispatch probe for {model.name}",
+        [gxx, *objects.flags, *objects.includes, *map(str, inputs), *objects.objects, *c_objects,
+         "--specs=nosys.specs", "-Wl,--defsym=end=__bss_end", "-nostartfiles", "-T", str(script),
+         "-Wl,--gc-sections", f"-Wl,-Map={work / 'probe.map'}", "-o", str(elf)],
+        f"linking {work.name}",
     )  # fmt: skip
     return elf
+
+
+def build_probe(model_name: str, sources: Sources, programs: Sequence[Path], build: Path) -> Path:
+    """The dispatch probe ELF for the core model ``model_name`` (cortex-m0plus .. cortex-m85),
+    built in ``build`` (ExecuTorch objects reused from an earlier call with the same flags)."""
+    objects = et_objects(model_name, sources, build)
+    work = _mkdir(build / f"probe-{model_name}")
+    (work / "kernels.cpp").write_text(kernels_source(program_schemas(programs)))
+    (work / "blobs.S").write_text(blobs_source([p.resolve() for p in programs]))
+    # The programs go to the bulk region (the M55 board's code region is too small for them).
+    inputs = [PROBE_DIR / "main.cpp", work / "kernels.cpp", work / "blobs.S"]
+    return link_probe(objects, work, inputs, bulk_section=".rs_programs")
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def program_schemas(programs: Sequence[Path]) -> list[str]:

@@ -1,0 +1,126 @@
+/*
+ * refsim fp32 probe: ExecuTorch's portable fp32 kernels (kernels/portable/cpu, built from source
+ * by refsim/qemu/float_probe.py) called directly on 1-D float tensors of several lengths, each
+ * call inside one counting window (rs_kernel_begin .. rs_kernel_end), so the per-element cost of
+ * an op is the slope of its windows over the lengths and its fixed cost (dtype checks, broadcast
+ * resolution, the dispatch into the element loop) the intercept.
+ *
+ * Windows, in order: for every op of kOps, for every length of kLengths, one call.
+ * Inputs: a in [0.5, 1.5), b in [1, 2) (no denormals, no division by zero, exp in range).
+ */
+#include <cstddef>
+#include <cstdint>
+
+#include <executorch/runtime/core/exec_aten/exec_aten.h>
+#include <executorch/runtime/core/portable_type/tensor_impl.h>
+#include <executorch/runtime/kernel/kernel_runtime_context.h>
+#include <executorch/runtime/platform/runtime.h>
+
+extern "C" {
+#include "semihost.h"
+void rs_kernel_begin(void) __attribute__((noipa));
+void rs_kernel_end(void) __attribute__((noipa));
+}
+
+void rs_kernel_begin(void) { __asm volatile("" ::: "memory"); }
+void rs_kernel_end(void) { __asm volatile("" ::: "memory"); }
+
+using executorch::aten::MemoryFormat;
+using executorch::aten::Scalar;
+using executorch::aten::ScalarType;
+using executorch::aten::Tensor;
+using executorch::runtime::KernelRuntimeContext;
+using executorch::runtime::etensor::TensorImpl;
+
+namespace torch::executor::native
+{
+Tensor &add_out(KernelRuntimeContext &, const Tensor &, const Tensor &, const Scalar &, Tensor &);
+Tensor &sub_out(KernelRuntimeContext &, const Tensor &, const Tensor &, const Scalar &, Tensor &);
+Tensor &mul_out(KernelRuntimeContext &, const Tensor &, const Tensor &, Tensor &);
+Tensor &div_out(KernelRuntimeContext &, const Tensor &, const Tensor &, Tensor &);
+Tensor &exp_out(KernelRuntimeContext &, const Tensor &, Tensor &);
+Tensor &tanh_out(KernelRuntimeContext &, const Tensor &, Tensor &);
+Tensor &sigmoid_out(KernelRuntimeContext &, const Tensor &, Tensor &);
+Tensor &sqrt_out(KernelRuntimeContext &, const Tensor &, Tensor &);
+Tensor &neg_out(KernelRuntimeContext &, const Tensor &, Tensor &);
+Tensor &clone_out(KernelRuntimeContext &, const Tensor &, std::optional<MemoryFormat>, Tensor &);
+} // namespace torch::executor::native
+
+namespace
+{
+namespace native = torch::executor::native;
+
+/* Keep in step with float_probe.OPS and float_probe.LENGTHS. */
+enum Op
+{
+    kAdd,
+    kSub,
+    kMul,
+    kDiv,
+    kExp,
+    kTanh,
+    kSigmoid,
+    kSqrt,
+    kNeg,
+    kClone,
+    kOps
+};
+constexpr int32_t kLengths[] = {16, 64, 256};
+constexpr int32_t kMaxLength = 256;
+
+alignas(16) float a_data[kMaxLength];
+alignas(16) float b_data[kMaxLength];
+alignas(16) float out_data[kMaxLength];
+
+void run(Op op, int32_t length)
+{
+    TensorImpl::SizesType sizes[1] = {length};
+    TensorImpl::DimOrderType dim_order[1] = {0};
+    TensorImpl::StridesType strides[1] = {1};
+    TensorImpl a_impl(ScalarType::Float, 1, sizes, a_data, dim_order, strides);
+    TensorImpl b_impl(ScalarType::Float, 1, sizes, b_data, dim_order, strides);
+    TensorImpl out_impl(ScalarType::Float, 1, sizes, out_data, dim_order, strides);
+    Tensor a(&a_impl), b(&b_impl), out(&out_impl);
+    KernelRuntimeContext context;
+    Scalar alpha(1.0);
+    rs_kernel_begin();
+    switch (op)
+    {
+    case kAdd: native::add_out(context, a, b, alpha, out); break;
+    case kSub: native::sub_out(context, a, b, alpha, out); break;
+    case kMul: native::mul_out(context, a, b, out); break;
+    case kDiv: native::div_out(context, a, b, out); break;
+    case kExp: native::exp_out(context, a, out); break;
+    case kTanh: native::tanh_out(context, a, out); break;
+    case kSigmoid: native::sigmoid_out(context, a, out); break;
+    case kSqrt: native::sqrt_out(context, a, out); break;
+    case kNeg: native::neg_out(context, a, out); break;
+    case kClone: native::clone_out(context, a, std::nullopt, out); break;
+    case kOps: break;
+    }
+    rs_kernel_end();
+    if (context.failure_state() != executorch::runtime::Error::Ok)
+    {
+        sh_puts("float-probe: a kernel failed\n");
+        sh_exit(20 + (int32_t)op);
+    }
+}
+} // namespace
+
+extern "C" int main(void)
+{
+    executorch::runtime::runtime_init();
+    for (int32_t i = 0; i < kMaxLength; ++i)
+    {
+        a_data[i] = 0.5f + (float)(i % 97) / 97.0f;
+        b_data[i] = 1.0f + (float)(i % 89) / 89.0f;
+    }
+    for (int op = 0; op < kOps; ++op)
+    {
+        for (int32_t length : kLengths)
+        {
+            run((Op)op, length);
+        }
+    }
+    return 0;
+}
