@@ -24,16 +24,52 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "dispatch.json"
 DATA = ROOT / "isa_models" / "dispatch.json"
+FLOAT_DATA = ROOT / "isa_models" / "float_ops.json"
+
+
+def _dumps(data: dict) -> str:
+    """JSON with one line per list of numbers (the windows), so the file stays short and diffable."""
+    text = json.dumps(data, indent=1, sort_keys=True)
+    return (
+        re.sub(r"\[\s*([-0-9.,\s]+?)\s*\]", lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", text)
+        + "\n"
+    )
+
+
+def _print_floats(floats: dict) -> None:
+    from isa_models.cores import get_core_model
+    from isa_models.program import FLOAT_CYCLES
+
+    print("\nfp32 portable kernels, cycles (old rule of thumb in brackets)")
+    print(
+        f"{'core':14} {'call':>7} {'element':>8} {'add':>11} {'mul':>11} {'div':>11} {'transc.':>13} {'mac':>11}"
+    )
+    for core, entry in floats["cores"].items():
+        t, old = entry["table"]["cycles"], FLOAT_CYCLES[get_core_model(core).fpu]
+        print(
+            f"{core:14} {t['call']:7.0f} {t['element']:4.1f}[{old.element:.0f}] {t['add']:6.1f}[{old.add:.0f}] "
+            f"{t['mul']:6.1f}[{old.mul:.0f}] {t['div']:6.1f}[{old.div:.0f}] "
+            f"{t['transcendental']:7.0f}[{old.transcendental:.0f}] {t['mac']:6.1f}[{old.add + old.mul:.0f}]"
+        )
+    print("\nops the table was not derived from: cycles per element, table-predicted / measured")
+    for core, entry in floats["cores"].items():
+        checks = entry["table"]["checks"]
+        print(
+            f"{core:14} "
+            + "  ".join(f"{op} {c['predicted']:.0f}/{c['measured']:.0f}" for op, c in checks.items())
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     from isa_models.program import READING_BASED
     from refsim.qemu.dispatch_measure import CORES, measure_all
     from refsim.qemu.dispatch_probe import DispatchProbeError, Sources
+    from refsim.qemu.float_probe import measure_float_all
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"refresh {DATA.relative_to(ROOT)}")
     parser.add_argument("--cores", default=",".join(CORES))
+    parser.add_argument("--no-float", action="store_true", help="skip the fp32 portable kernels")
     parser.add_argument("--build", type=Path, default=None, help="build directory (default: a temporary one)")
     args = parser.parse_args(argv)
     command = "python benchmarks/dispatch.py" + (" --write" if args.write else "")
@@ -41,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         sources = Sources.from_environment()
         with tempfile.TemporaryDirectory(prefix="refsim-dispatch-") as tmp:
             build = args.build or Path(tmp)
-            data = measure_all(sources, ROOT / "examples" / "models", build, args.cores.split(","), command)
+            cores = args.cores.split(",")
+            data = measure_all(sources, ROOT / "examples" / "models", build, cores, command)
+            floats = None if args.no_float else measure_float_all(sources, build, cores, command)
     except DispatchProbeError as error:
         print(f"refsim: error: {error}", file=sys.stderr)
         return 2
@@ -67,15 +105,19 @@ def main(argv: list[str] | None = None) -> int:
             prog = entry["windows"][name]
             cells.append(f"{sum(prog['instructions']):>5}i/{sum(prog['cycles']):>5}c")
         print(f"{name:10} " + " ".join(cells))
-    # One line per list of numbers (the windows), so the file stays short and diffable.
-    text = re.sub(r"\[\s*([-0-9.,\s]+?)\s*\]", lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]",
-                  json.dumps(data, indent=1, sort_keys=True)) + "\n"  # fmt: skip
+    if floats is not None:
+        _print_floats(floats)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     summary = {"provenance": data["provenance"], "cores": {c: e["fit"] for c, e in data["cores"].items()}}
+    if floats is not None:
+        summary["fp32"] = {c: e["table"] for c, e in floats["cores"].items()}
     RESULTS.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     if args.write:
-        DATA.write_text(text)
+        DATA.write_text(_dumps(data))
         print(f"wrote {DATA.relative_to(ROOT)}")
+        if floats is not None:
+            FLOAT_DATA.write_text(_dumps(floats))
+            print(f"wrote {FLOAT_DATA.relative_to(ROOT)}")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0
 

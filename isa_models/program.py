@@ -10,7 +10,8 @@ An op's cost hook (refsim/ops/cost.py) describes the op as work items; this modu
   same calibration.
 - :class:`FloatWork` — fp32 work of a portable float op: ``adds``/``muls`` (a MAC is one of
   each), ``divs``, ``transcendentals`` (exp, tanh, erf, sqrt...) and ``elements`` loaded and
-  stored, priced by :data:`FLOAT_CYCLES` for the core's FPU (soft-float on M0+/M3).
+  stored, priced by the core's measured fp32 table (:func:`float_table`: ExecuTorch's portable
+  kernels timed per element; the rule of thumb :data:`FLOAT_CYCLES` without a measurement).
 - :class:`NoEstimate` — an op the model cannot price; it shows as "no estimate", never 0.
 
 Plus :func:`dispatch_cost` per KernelCall (ExecuTorch's Method::execute loop and the op's
@@ -68,7 +69,10 @@ Work = KernelWork | CopyWork | FloatWork | NoEstimate
 
 @dataclass(frozen=True)
 class FloatTable:
-    """Cycles per fp32 operation on one kind of FPU (named fields, see :data:`FLOAT_CYCLES`)."""
+    """Cycles per fp32 operation (named fields): an op of n elements with per-element counts
+    costs ``call + n · (adds·add + muls·mul + divs·div + transcendentals·transcendental +
+    element)``, a float matmul/conv ``macs · mac`` for its multiply-accumulates instead of an
+    add and a mul each."""
 
     add: float
     mul: float
@@ -76,15 +80,16 @@ class FloatTable:
     transcendental: float
     element: float
     source: str
+    mac: float | None = None  # None: add + mul
+    call: float = 0.0
 
 
-#: Cycles per fp32 operation by FPU kind (isa_models.cores ``fpu``). Hardware FPUs: VADD/VMUL/
-#: VFMA issue in 1 cycle and VDIV/VSQRT take 14 (Cortex-M4 TRM r0p1, table 7-1; M7/M33/M55
-#: alike), a loop-carried dependency exposes the 3-cycle latency, so 2 cycles per add or mul in
-#: a portable kernel loop; transcendentals are libm calls of ~20 FPU operations. Soft float
-#: (M0+/M3): libgcc's __aeabi_fadd/fmul/fdiv take roughly 40 / 50 / 120 cycles and expf ~1,500
-#: on a Cortex-M3 (rule of thumb: routine lengths in libgcc's ieee754-sf.S). These are not
-#: calibrated: no bundled program's time is dominated by fp32 ops.
+#: The old rule-of-thumb rates by FPU kind (isa_models.cores ``fpu``), for a core without a
+#: measurement (:data:`FLOAT_DATA`). Hardware FPUs: VADD/VMUL/VFMA issue in 1 cycle and
+#: VDIV/VSQRT take 14 (Cortex-M4 TRM r0p1, table 7-1; M7/M33/M55 alike), a loop-carried
+#: dependency exposes the 3-cycle latency, so 2 cycles per add or mul; transcendentals ~20 FPU
+#: operations. Soft float (M0+/M3): libgcc's __aeabi_fadd/fmul/fdiv roughly 40 / 50 / 120 cycles
+#: and expf ~1,500 (routine lengths in libgcc's ieee754-sf.S). Not measured.
 FLOAT_CYCLES: Mapping[str, FloatTable] = {
     "none": FloatTable(add=40.0, mul=50.0, div=120.0, transcendental=1500.0, element=4.0,
                        source="soft-float rule of thumb (libgcc ieee754-sf), uncalibrated"),
@@ -93,6 +98,28 @@ FLOAT_CYCLES: Mapping[str, FloatTable] = {
     "dp": FloatTable(add=2.0, mul=2.0, div=14.0, transcendental=60.0, element=3.0,
                      source="FPv5 issue and latency (Cortex-M7 TRM), uncalibrated"),
 }  # fmt: skip
+
+#: ExecuTorch's portable fp32 kernels measured per core (refsim/qemu/float_probe.py).
+FLOAT_DATA = Path(__file__).with_name("float_ops.json")
+
+
+@functools.cache
+def measured_float() -> Mapping[str, FloatTable]:
+    """Per core, the measured fp32 table of :data:`FLOAT_DATA` (empty if the file is absent)."""
+    if not FLOAT_DATA.is_file():
+        return {}
+    data = json.loads(FLOAT_DATA.read_text())
+    source = f"fp32 portable kernels measured (ExecuTorch {data['provenance']['executorch'].split(' (')[0]})"
+    names = ("add", "mul", "div", "transcendental", "element", "mac", "call")
+    return {
+        core: FloatTable(**{k: float(entry["table"]["cycles"][k]) for k in names}, source=source)
+        for core, entry in data["cores"].items()
+    }
+
+
+def float_table(core: str) -> FloatTable:
+    """The measured fp32 table of ``core``, else the rule of thumb for its FPU."""
+    return measured_float().get(core) or FLOAT_CYCLES[get_core_model(core).fpu]
 
 
 @dataclass(frozen=True)
@@ -232,11 +259,11 @@ def memory_penalty(cost: Cost, weights_bytes: int, system) -> Cost:
     return cost + Cost(cycles=extra, sources=(f"system {system.name}",))
 
 
-def _float_cost(work: FloatWork, fpu: str) -> Cost:
-    t = FLOAT_CYCLES[fpu]
+def _float_cost(work: FloatWork, t: FloatTable) -> Cost:
+    mac = t.add + t.mul if t.mac is None else t.mac
     cycles = (
-        work.adds * t.add + work.muls * t.mul + work.divs * t.div
-        + work.transcendentals * t.transcendental + work.elements * t.element
+        t.call + work.macs * mac + (work.adds - work.macs) * t.add + (work.muls - work.macs) * t.mul
+        + work.divs * t.div + work.transcendentals * t.transcendental + work.elements * t.element
     )  # fmt: skip
     return Cost(
         macs=work.macs,
@@ -250,7 +277,7 @@ def _float_cost(work: FloatWork, fpu: str) -> Cost:
 
 def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, system=None) -> Cost:
     """The Cost of an op's work items on ``core`` (NO_ESTIMATE-flagged if any item has none)."""
-    model = get_core_model(core)
+    get_core_model(core)  # an unknown core is an error here, not at the first float op
     total = Cost()
     for w in works:
         if isinstance(w, NoEstimate):
@@ -266,7 +293,7 @@ def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, sys
                     "arm_pad_s8", layout.copy_params(w.nbytes, w.runs), core, library=library
                 )
         elif isinstance(w, FloatWork):
-            total = total + _float_cost(w, model.fpu)
+            total = total + _float_cost(w, float_table(core))
     return total
 
 
@@ -286,6 +313,7 @@ __all__ = [
     "DISPATCH",
     "DISPATCH_DATA",
     "FLOAT_CYCLES",
+    "FLOAT_DATA",
     "READING_BASED",
     "CopyWork",
     "Dispatch",
@@ -300,6 +328,8 @@ __all__ = [
     "cost_of",
     "dispatch_cost",
     "execute_cost",
+    "float_table",
     "measured_dispatch",
+    "measured_float",
     "memory_penalty",
 ]

@@ -15,7 +15,7 @@ calls, n + 1 windows (main.cpp's docstring); refsim.qemu.timing times each with 
 TRM rules of the core model, exactly as the kernels are timed.
 
 The ExecuTorch sources are never in refsim: ``EXECUTORCH_DIR`` is a tree extracted from a checkout
-(``git archive <rev> runtime schema extension/data_loader``), ``FLATBUFFERS_DIR`` a flatbuffers
+(``git archive <rev> runtime schema extension/data_loader kernels/portable``), ``FLATBUFFERS_DIR`` a flatbuffers
 tree at ExecuTorch's submodule pin (third-party/flatbuffers: v24.3.25) for the runtime headers;
 Debian's ``flatc`` (2.0.8) generates ``program_generated.h`` with ExecuTorch's flags, minus the
 exact-version static_assert it stamps in (ExecuTorch needs v23+ headers: ``Vector<T, SizeT>``).
@@ -255,7 +255,7 @@ class Sources:
         if not et:
             raise DispatchProbeError(
                 "dispatch probe: set EXECUTORCH_DIR to an ExecuTorch source tree (git archive <rev> "
-                "runtime schema extension/data_loader | tar -x -C DIR)"
+                "runtime schema extension/data_loader kernels/portable | tar -x -C DIR)"
             )
         fb = os.environ.get("FLATBUFFERS_DIR")
         if not fb:

@@ -1,8 +1,9 @@
 """The dispatch probe rebuilt from an ExecuTorch tree reproduces the shipped measurement.
 
 Runs only when EXECUTORCH_DIR (an ExecuTorch source tree: ``git archive <rev> runtime schema
-extension/data_loader``) and FLATBUFFERS_DIR (flatbuffers at ExecuTorch's submodule pin) are set;
-it builds ExecuTorch's runtime for the M4 and the M55 (about a minute) and compares every counting
+extension/data_loader kernels/portable``) and FLATBUFFERS_DIR (flatbuffers at ExecuTorch's submodule pin) are set;
+it builds ExecuTorch's runtime for the M4 and the M55, and its portable fp32 kernels for the M4
+(a few minutes in all), and compares every counting
 window with isa_models/dispatch.json exactly (QEMU's counts and the timing model are
 deterministic). A different tree than the shipped one's fails here: then regenerate with
 ``python benchmarks/dispatch.py --write``.
@@ -57,3 +58,14 @@ def test_rebuilt_probe_reproduces_the_shipped_windows(
     windows = {name: {"instructions": p["instructions"], "cycles": p["cycles"]} for name, p in raw.items()}
     assert windows == shipped["cores"][core]["windows"]
     assert fit(raw) == shipped["cores"][core]["fit"]
+
+
+def test_rebuilt_float_probe_reproduces_the_shipped_windows(tmp_path: Path, timing: None) -> None:
+    from isa_models.program import FLOAT_DATA
+    from refsim.qemu.dispatch_probe import Sources
+    from refsim.qemu.float_probe import float_table, measure_float
+
+    shipped = json.loads(FLOAT_DATA.read_text())["cores"]["cortex-m4"]
+    raw = measure_float("cortex-m4", Sources.from_environment(), tmp_path)
+    assert raw == shipped["windows"]
+    assert float_table(raw) == shipped["table"]

@@ -5,8 +5,11 @@
  * an op is the slope of its windows over the lengths and its fixed cost (dtype checks, broadcast
  * resolution, the dispatch into the element loop) the intercept.
  *
- * Windows, in order: for every op of kOps, for every length of kLengths, one call.
- * Inputs: a in [0.5, 1.5), b in [1, 2) (no denormals, no division by zero, exp in range).
+ * Windows, in order: for every op of kOps, for every length of kLengths, one call. aten::mm runs
+ * [length / 16, 16] x [16, 16] (16 multiply-accumulates per output element, 16 x length in all).
+ * Inputs repeat with period 16, so every length sees the same values (libgcc's soft-float and
+ * newlib's expf take data-dependent paths): a in [0.5, 1.5), b in [1, 2) (no denormals, no
+ * division by zero, exp in range).
  */
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +47,7 @@ Tensor &sigmoid_out(KernelRuntimeContext &, const Tensor &, Tensor &);
 Tensor &sqrt_out(KernelRuntimeContext &, const Tensor &, Tensor &);
 Tensor &neg_out(KernelRuntimeContext &, const Tensor &, Tensor &);
 Tensor &clone_out(KernelRuntimeContext &, const Tensor &, std::optional<MemoryFormat>, Tensor &);
+Tensor &mm_out(KernelRuntimeContext &, const Tensor &, const Tensor &, Tensor &);
 } // namespace torch::executor::native
 
 namespace
@@ -63,10 +67,12 @@ enum Op
     kSqrt,
     kNeg,
     kClone,
+    kMm,
     kOps
 };
 constexpr int32_t kLengths[] = {16, 64, 256};
 constexpr int32_t kMaxLength = 256;
+constexpr int32_t kInner = 16; /* aten::mm: the reduction and output width */
 
 alignas(16) float a_data[kMaxLength];
 alignas(16) float b_data[kMaxLength];
@@ -74,12 +80,17 @@ alignas(16) float out_data[kMaxLength];
 
 void run(Op op, int32_t length)
 {
-    TensorImpl::SizesType sizes[1] = {length};
-    TensorImpl::DimOrderType dim_order[1] = {0};
-    TensorImpl::StridesType strides[1] = {1};
-    TensorImpl a_impl(ScalarType::Float, 1, sizes, a_data, dim_order, strides);
-    TensorImpl b_impl(ScalarType::Float, 1, sizes, b_data, dim_order, strides);
-    TensorImpl out_impl(ScalarType::Float, 1, sizes, out_data, dim_order, strides);
+    const bool mm = op == kMm;
+    const ssize_t dim = mm ? 2 : 1;
+    TensorImpl::SizesType sizes[2] = {length, 1};
+    TensorImpl::SizesType a_sizes[2] = {length / kInner, kInner};
+    TensorImpl::SizesType b_sizes[2] = {kInner, kInner};
+    TensorImpl::DimOrderType dim_order[2] = {0, 1};
+    TensorImpl::StridesType strides[2] = {1, 1};
+    TensorImpl::StridesType mm_strides[2] = {kInner, 1};
+    TensorImpl a_impl(ScalarType::Float, dim, mm ? a_sizes : sizes, a_data, dim_order, mm ? mm_strides : strides);
+    TensorImpl b_impl(ScalarType::Float, dim, mm ? b_sizes : sizes, b_data, dim_order, mm ? mm_strides : strides);
+    TensorImpl out_impl(ScalarType::Float, dim, mm ? a_sizes : sizes, out_data, dim_order, mm ? mm_strides : strides);
     Tensor a(&a_impl), b(&b_impl), out(&out_impl);
     KernelRuntimeContext context;
     Scalar alpha(1.0);
@@ -96,6 +107,7 @@ void run(Op op, int32_t length)
     case kSqrt: native::sqrt_out(context, a, out); break;
     case kNeg: native::neg_out(context, a, out); break;
     case kClone: native::clone_out(context, a, std::nullopt, out); break;
+    case kMm: native::mm_out(context, a, b, out); break;
     case kOps: break;
     }
     rs_kernel_end();
@@ -112,8 +124,8 @@ extern "C" int main(void)
     executorch::runtime::runtime_init();
     for (int32_t i = 0; i < kMaxLength; ++i)
     {
-        a_data[i] = 0.5f + (float)(i % 97) / 97.0f;
-        b_data[i] = 1.0f + (float)(i % 89) / 89.0f;
+        a_data[i] = 0.5f + (float)(i % 16) / 16.0f;
+        b_data[i] = 1.0f + (float)((i * 7) % 16) / 16.0f;
     }
     for (int op = 0; op < kOps; ++op)
     {
