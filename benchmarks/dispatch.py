@@ -40,18 +40,22 @@ def _print_floats(floats: dict) -> None:
     from isa_models.cores import get_core_model
     from isa_models.program import FLOAT_CYCLES
 
-    print("\nfp32 portable kernels, cycles (old rule of thumb in brackets)")
     print(
-        f"{'core':14} {'call':>7} {'element':>8} {'add':>11} {'mul':>11} {'div':>11} {'transc.':>13} {'mac':>11}"
+        "\nfp32 cycles: plain-loop arithmetic per element (old rule of thumb in brackets), portable kernels' extra"
+    )
+    print(
+        f"{'core':14} {'element':>8} {'add':>10} {'mul':>10} {'div':>10} {'transc.':>12} {'mac':>9} "
+        f"{'port/elem':>9} {'port/mac':>8} {'port/call':>9}"
     )
     for core, entry in floats["cores"].items():
         t, old = entry["table"]["cycles"], FLOAT_CYCLES[get_core_model(core).fpu]
         print(
-            f"{core:14} {t['call']:7.0f} {t['element']:4.1f}[{old.element:.0f}] {t['add']:6.1f}[{old.add:.0f}] "
-            f"{t['mul']:6.1f}[{old.mul:.0f}] {t['div']:6.1f}[{old.div:.0f}] "
-            f"{t['transcendental']:7.0f}[{old.transcendental:.0f}] {t['mac']:6.1f}[{old.add + old.mul:.0f}]"
+            f"{core:14} {t['element']:4.1f}[{old.element:.0f}] {t['add']:5.1f}[{old.add:.0f}] "
+            f"{t['mul']:5.1f}[{old.mul:.0f}] {t['div']:5.1f}[{old.div:.0f}] "
+            f"{t['transcendental']:6.0f}[{old.transcendental:.0f}] {t['mac']:5.1f}[{old.add + old.mul:.0f}] "
+            f"{t['portable_element']:9.1f} {t['portable_mac']:8.1f} {t['call']:9.0f}"
         )
-    print("\nops the table was not derived from: cycles per element, table-predicted / measured")
+    print("\nportable kernels: cycles per element, table-predicted / measured")
     for core, entry in floats["cores"].items():
         checks = entry["table"]["checks"]
         print(

@@ -57,6 +57,7 @@ class FloatWork:
     transcendentals: int = 0
     elements: int = 0  # values loaded and stored (one each)
     macs: int = 0  # multiply-accumulates among the adds/muls (a float conv or matmul), for reports
+    portable: bool = True  # an ExecuTorch portable op (False: the application's own loop)
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,12 @@ Work = KernelWork | CopyWork | FloatWork | NoEstimate
 
 @dataclass(frozen=True)
 class FloatTable:
-    """Cycles per fp32 operation (named fields): an op of n elements with per-element counts
-    costs ``call + n · (adds·add + muls·mul + divs·div + transcendentals·transcendental +
-    element)``, a float matmul/conv ``macs · mac`` for its multiply-accumulates instead of an
-    add and a mul each."""
+    """Cycles per fp32 operation (named fields). An application loop (``FloatWork.portable``
+    False) of n elements costs ``n · (adds·add + muls·mul + divs·div +
+    transcendentals·transcendental + element)``, MACs at ``mac`` each instead of an add and a mul;
+    a portable op adds ``call`` once and ``portable_element`` per element (elementwise_util's
+    generic loads, conversions and stores), its MACs at ``portable_mac``
+    (refsim/qemu/float_probe.py derives every field)."""
 
     add: float
     mul: float
@@ -81,6 +84,8 @@ class FloatTable:
     element: float
     source: str
     mac: float | None = None  # None: add + mul
+    portable_element: float = 0.0
+    portable_mac: float | None = None  # None: mac
     call: float = 0.0
 
 
@@ -110,7 +115,17 @@ def measured_float() -> Mapping[str, FloatTable]:
         return {}
     data = json.loads(FLOAT_DATA.read_text())
     source = f"fp32 portable kernels measured (ExecuTorch {data['provenance']['executorch'].split(' (')[0]})"
-    names = ("add", "mul", "div", "transcendental", "element", "mac", "call")
+    names = (
+        "add",
+        "mul",
+        "div",
+        "transcendental",
+        "element",
+        "mac",
+        "portable_element",
+        "portable_mac",
+        "call",
+    )
     return {
         core: FloatTable(**{k: float(entry["table"]["cycles"][k]) for k in names}, source=source)
         for core, entry in data["cores"].items()
@@ -261,9 +276,13 @@ def memory_penalty(cost: Cost, weights_bytes: int, system) -> Cost:
 
 def _float_cost(work: FloatWork, t: FloatTable) -> Cost:
     mac = t.add + t.mul if t.mac is None else t.mac
+    call, element = 0.0, t.element
+    if work.portable:
+        mac = mac if t.portable_mac is None else t.portable_mac
+        call, element = t.call, t.element + t.portable_element
     cycles = (
-        t.call + work.macs * mac + (work.adds - work.macs) * t.add + (work.muls - work.macs) * t.mul
-        + work.divs * t.div + work.transcendentals * t.transcendental + work.elements * t.element
+        call + work.macs * mac + (work.adds - work.macs) * t.add + (work.muls - work.macs) * t.mul
+        + work.divs * t.div + work.transcendentals * t.transcendental + work.elements * element
     )  # fmt: skip
     return Cost(
         macs=work.macs,

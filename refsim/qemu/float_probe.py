@@ -1,7 +1,7 @@
 """Measure ExecuTorch's portable fp32 kernels per element on a Cortex-M core, instruction-timed
 under QEMU, for the fp32 rates isa_models/program.py prices portable float ops with.
 
-    EXECUTORCH_DIR=/tmp/et FLATBUFFERS_DIR=/tmp/fb python benchmarks/dispatch.py --float --write
+    EXECUTORCH_DIR=/tmp/et FLATBUFFERS_DIR=/tmp/fb python benchmarks/dispatch.py --write
 
 ``dispatch_probe/float_ops.cpp`` calls the portable kernels (kernels/portable/cpu/op_*.cpp, built
 from EXECUTORCH_DIR with ExecuTorch's Release flags: refsim/qemu/dispatch_probe.py) directly on
@@ -10,20 +10,22 @@ its windows gives cycles per element (slope) and per call (intercept). The FPU c
 M55, M85) run FPv4/FPv5 code; the M0+ and M3 are built ``-mfloat-abi=soft``, so their float
 arithmetic is libgcc's ``__aeabi_f*`` and newlib's libm, as on the device.
 
-The table (:func:`float_table`), per core, in FloatWork's terms (refsim/ops/cost.py prices an op
-of n elements as ``n · (its adds·add + muls·mul + divs·div + transcendentals·transcendental +
-element)``)::
+After the kernels the same arithmetic runs as plain C loops (``loop_*``, what an application's
+own loop pays). The table (:func:`float_table`), per core, in FloatWork's terms::
 
-    element        = slope(clone)            (a float copy: one load and one store)
-    add            = slope(add) - element
-    mul            = slope(mul) - element
-    div            = slope(div) - element
-    transcendental = slope(exp) - element
-    mac            = slope(mm) / 16          (aten::mm, a [L/16, 16] x [16, 16] product)
-    call           = mean intercept of add, mul, div, exp (the op's checks and set-up)
+    element          = slope(loop_copy)               one load and one store
+    add | mul | div  = slope(loop_<op>) - element      the arithmetic, in a tight loop
+    transcendental   = slope(loop_exp) - element       newlib's expf
+    mac              = slope(loop_mac)                 a dot product's multiply-accumulate
+    portable_element = mean over add, mul, div, exp of slope(portable op) - its loop's slope
+                       (elementwise_util's per-element loads, dtype conversions and stores)
+    portable_mac     = slope(mm) / 16                  aten::mm, [L/16, 16] x [16, 16]
+    call             = mean intercept of add, mul, div, exp  (the op's checks and set-up)
 
-and, to show how far the table carries, the ops it was not derived from (sub, neg, sqrt, tanh,
-sigmoid) predicted with refsim/ops/cost.py's counts against their measured slopes.
+so a portable op of n elements costs ``call + n · (arithmetic + element + portable_element)``
+and an application loop (FloatWork(portable=False): the I/O quantize steps) ``n · (arithmetic +
+element)``. The checks: every measured portable op (sub, neg, sqrt, tanh, sigmoid too, with
+refsim/ops/cost.py's counts) predicted per element against its measured slope.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from refsim.qemu.dispatch_probe import PROBE_DIR, DispatchProbeError, Sources, _
 
 #: Ops of float_ops.cpp, in its order (keep in step with its enum Op), and the lengths of its kLengths.
 OPS: tuple[str, ...] = ("add", "sub", "mul", "div", "exp", "tanh", "sigmoid", "sqrt", "neg", "clone", "mm")
+#: The plain C loops of float_ops.cpp, in its order (enum Loop), after the kernels.
+LOOPS: tuple[str, ...] = ("copy", "add", "mul", "div", "exp", "mac")
 #: aten::mm's reduction length in float_ops.cpp: a call of length L makes 16 · L multiply-accumulates.
 MM_INNER = 16
 LENGTHS: tuple[int, ...] = (16, 64, 256)
@@ -73,12 +77,13 @@ def measure_float(model_name: str, sources: Sources, build: Path) -> dict:
     from refsim.qemu.timing import time_elf
 
     windows = time_elf(model_name, build_float_probe(model_name, sources, build), timeout=300.0)
-    if len(windows) != len(OPS) * len(LENGTHS):
+    names = [*OPS, *(f"loop_{name}" for name in LOOPS)]
+    if len(windows) != len(names) * len(LENGTHS):
         raise DispatchProbeError(
-            f"fp32 probe on {model_name}: {len(OPS) * len(LENGTHS)} windows expected, got {len(windows)}"
+            f"fp32 probe on {model_name}: {len(names) * len(LENGTHS)} windows expected, got {len(windows)}"
         )
     out = {}
-    for k, op in enumerate(OPS):
+    for k, op in enumerate(names):
         runs = windows[k * len(LENGTHS) : (k + 1) * len(LENGTHS)]
         out[op] = {
             "instructions": [w["instructions"] for w in runs],
@@ -94,32 +99,40 @@ def _line(values: list[int]) -> tuple[float, float]:
 
 
 def float_table(raw: dict) -> dict:
-    """The module docstring's table from :func:`measure_float`'s windows (cycles), its
-    instructions per element alike, and the check ops' predicted vs measured cycles per element."""
+    """The module docstring's table from :func:`measure_float`'s windows (cycles, and
+    instructions alike), and the portable ops' table-predicted vs measured cycles per element."""
     out: dict = {"per_element": {}, "per_call": {}}
     for unit in ("cycles", "instructions"):
-        lines = {op: _line(raw[op][unit]) for op in OPS}
-        element = lines["clone"][0]
+        lines = {op: _line(w[unit]) for op, w in raw.items()}
+        element = lines["loop_copy"][0]
+        arith = {
+            "add": lines["loop_add"][0] - element,
+            "mul": lines["loop_mul"][0] - element,
+            "div": lines["loop_div"][0] - element,
+            "transcendental": lines["loop_exp"][0] - element,
+        }
+        pairs = {"add": "add", "mul": "mul", "div": "div", "exp": "transcendental"}
+        overhead = np.mean([lines[op][0] - arith[a] - element for op, a in pairs.items()])
         table = {
             "element": element,
-            "add": lines["add"][0] - element,
-            "mul": lines["mul"][0] - element,
-            "div": lines["div"][0] - element,
-            "transcendental": lines["exp"][0] - element,
-            "mac": lines["mm"][0] / MM_INNER,
-            "call": float(np.mean([lines[op][1] for op in ("add", "mul", "div", "exp")])),
+            **arith,
+            "mac": lines["loop_mac"][0],
+            "portable_element": float(overhead),
+            "portable_mac": lines["mm"][0] / MM_INNER,
+            "call": float(np.mean([lines[op][1] for op in pairs])),
         }
         out[unit] = {k: round(v, 3) for k, v in table.items()}
-        out["per_element"][unit] = {op: round(lines[op][0], 3) for op in OPS}
-        out["per_call"][unit] = {op: round(lines[op][1], 1) for op in OPS}
+        out["per_element"][unit] = {op: round(line[0], 3) for op, line in lines.items()}
+        out["per_call"][unit] = {op: round(line[1], 1) for op, line in lines.items()}
     c = out["cycles"]
+    counts = {"add": (1, 0, 0, 0), "mul": (0, 1, 0, 0), "div": (0, 0, 1, 0), "exp": (0, 0, 0, 1), **CHECKS}
     out["checks"] = {
         op: {
             "predicted": round(adds * c["add"] + muls * c["mul"] + divs * c["div"] + tr * c["transcendental"]
-                               + c["element"], 3),
+                               + c["element"] + c["portable_element"], 3),
             "measured": out["per_element"]["cycles"][op],
         }
-        for op, (adds, muls, divs, tr) in CHECKS.items()
+        for op, (adds, muls, divs, tr) in counts.items()
     }  # fmt: skip
     return out
 

@@ -151,7 +151,7 @@ def _io_rows(program: Program, method: Method, target: Target, library: str | No
                 continue
             n = int(slot.meta.numel)
             step = "quantize" if kind == "input" else "dequantize"
-            work = [FloatWork(muls=n, adds=2 * n, elements=n)]
+            work = [FloatWork(muls=n, adds=2 * n, elements=n, portable=False)]
             cost = cost_of(work, target.cpu, library=library, system=target.system)
             rows.append(Row(None, f"{kind}{k} {step} (application)", "fp32", cost))
     return rows

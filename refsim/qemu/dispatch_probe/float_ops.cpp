@@ -5,6 +5,9 @@
  * an op is the slope of its windows over the lengths and its fixed cost (dtype checks, broadcast
  * resolution, the dispatch into the element loop) the intercept.
  *
+ * Then the same arithmetic as plain C loops (loop_*: what an application's own loop or a tight
+ * kernel pays), one window per call, after the kernels.
+ *
  * Windows, in order: for every op of kOps, for every length of kLengths, one call. aten::mm runs
  * [length / 16, 16] x [16, 16] (16 multiply-accumulates per output element, 16 x length in all).
  * Inputs repeat with period 16, so every length sees the same values (libgcc's soft-float and
@@ -12,6 +15,7 @@
  * division by zero, exp in range).
  */
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
@@ -53,6 +57,46 @@ Tensor &mm_out(KernelRuntimeContext &, const Tensor &, const Tensor &, Tensor &)
 namespace
 {
 namespace native = torch::executor::native;
+
+/* The plain loops (noipa: compiled as a separate function would be; the optimiser may
+ * unroll or pipeline them as it would an application's). */
+__attribute__((noipa)) void loop_copy(const float *a, float *out, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) out[i] = a[i];
+}
+__attribute__((noipa)) void loop_add(const float *a, const float *b, float *out, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+__attribute__((noipa)) void loop_mul(const float *a, const float *b, float *out, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+}
+__attribute__((noipa)) void loop_div(const float *a, const float *b, float *out, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) out[i] = a[i] / b[i];
+}
+__attribute__((noipa)) void loop_exp(const float *a, float *out, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) out[i] = expf(a[i]);
+}
+__attribute__((noipa)) float loop_mac(const float *a, const float *b, int32_t n)
+{
+    float sum = 0.0f;
+    for (int32_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+enum Loop
+{
+    kLoopCopy,
+    kLoopAdd,
+    kLoopMul,
+    kLoopDiv,
+    kLoopExp,
+    kLoopMac,
+    kLoops
+};
 
 /* Keep in step with float_probe.OPS and float_probe.LENGTHS. */
 enum Op
@@ -117,6 +161,24 @@ void run(Op op, int32_t length)
         sh_exit(20 + (int32_t)op);
     }
 }
+
+volatile float sink;
+
+void run_loop(Loop loop, int32_t n)
+{
+    rs_kernel_begin();
+    switch (loop)
+    {
+    case kLoopCopy: loop_copy(a_data, out_data, n); break;
+    case kLoopAdd: loop_add(a_data, b_data, out_data, n); break;
+    case kLoopMul: loop_mul(a_data, b_data, out_data, n); break;
+    case kLoopDiv: loop_div(a_data, b_data, out_data, n); break;
+    case kLoopExp: loop_exp(a_data, out_data, n); break;
+    case kLoopMac: sink = loop_mac(a_data, b_data, n); break;
+    case kLoops: break;
+    }
+    rs_kernel_end();
+}
 } // namespace
 
 extern "C" int main(void)
@@ -132,6 +194,13 @@ extern "C" int main(void)
         for (int32_t length : kLengths)
         {
             run((Op)op, length);
+        }
+    }
+    for (int loop = 0; loop < kLoops; ++loop)
+    {
+        for (int32_t length : kLengths)
+        {
+            run_loop((Loop)loop, length);
         }
     }
     return 0;
