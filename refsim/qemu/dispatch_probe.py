@@ -14,9 +14,10 @@ closes one counting window and opens the next. QEMU's counting plugin then gives
 calls, n + 1 windows (main.cpp's docstring); refsim.qemu.timing times each with llvm-mca and the
 TRM rules of the core model, exactly as the kernels are timed.
 
-The ExecuTorch sources are never in refsim: ``EXECUTORCH_DIR`` is a tree extracted from a checkout
-(``git archive <rev> runtime schema extension/data_loader kernels/portable``), ``FLATBUFFERS_DIR`` a flatbuffers
-tree at ExecuTorch's submodule pin (third-party/flatbuffers: v24.3.25) for the runtime headers;
+The ExecuTorch sources are never in refsim: ``EXECUTORCH_DIR`` is a tree extracted from a
+checkout (``git archive <rev> runtime schema extension/data_loader kernels/portable``; write its
+revision to ``EXECUTORCH_DIR/EXECUTORCH_REVISION`` for the provenance), ``FLATBUFFERS_DIR`` a
+flatbuffers tree at ExecuTorch's submodule pin (third-party/flatbuffers: v24.3.25) for the runtime headers;
 Debian's ``flatc`` (2.0.8) generates ``program_generated.h`` with ExecuTorch's flags, minus the
 exact-version static_assert it stamps in (ExecuTorch needs v23+ headers: ``Vector<T, SizeT>``).
 
