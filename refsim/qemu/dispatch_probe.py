@@ -163,12 +163,20 @@ def _unbox(name: str, type_text: str) -> tuple[str, str, str]:
     return f"{cpp} {name}_base = {name}.to<{cpp}>();", cpp, f"{name}_base"
 
 
-def kernels_source(schemas: Sequence[str]) -> str:
+def real_kernel(qualified_name: str) -> str:
+    """The C++ function of an ExecuTorch cortex_m op (operators.yaml's kernel_name in namespace
+    cortex_m::native): ``cortex_m::quantized_conv2d.out`` -> ``quantized_conv2d_out``."""
+    return qualified_name.split("::", 1)[1].replace(".", "_")
+
+
+def kernels_source(schemas: Sequence[str], real: Sequence[str] = ()) -> str:
     """kernels.cpp: per schema (PyTorch text) a kernel body that only moves the counting window
-    and an unboxing wrapper registered under the op's name, then ``rs_probe_register_kernels``."""
+    and an unboxing wrapper registered under the op's name, then ``rs_probe_register_kernels``.
+    An op named in ``real`` calls ExecuTorch's own cortex_m kernel instead (its CMSIS-NN calls
+    are stubs that move the window: :func:`stubs_source`)."""
     from refsim.ops.schema import parse_schema
 
-    bodies, kernels = [], []
+    bodies, kernels, decls = [], [], []
     for k, text in enumerate(schemas):
         schema = parse_schema(text)
         names = [f"a_{a.name}" for a in schema.args]
@@ -177,15 +185,27 @@ def kernels_source(schemas: Sequence[str]) -> str:
         params = ", ".join(f"{cpp} {n}" for (_, cpp, _), n in zip(unboxed, names, strict=True))
         result = f"{_T}Tensor&" if outs else "void"
         ret = f"    return {names[outs[0]]};\n" if outs else ""
-        bodies.append(
-            f"// {text}\n"
-            f"__attribute__((noipa)) {result} kernel_{k}(KernelRuntimeContext& context, {params}) {{\n"
-            f"    (void)context;\n"
-            + "".join(f"    (void){n};\n" for n in names)
-            + "    rs_kernel_end();\n    rs_kernel_begin();\n"
-            + ret
-            + "}\n"
-        )
+        if schema.qualified_name in real:
+            fn = real_kernel(schema.qualified_name)
+            decls.append(
+                f"namespace cortex_m {{ namespace native {{\n"
+                f"{result} {fn}(KernelRuntimeContext& context, {params});\n}} }}\n"
+            )
+            bodies.append(
+                f"// {text}: ExecuTorch's kernel\n"
+                f"__attribute__((noipa)) {result} kernel_{k}(KernelRuntimeContext& context, {params}) {{\n"
+                f"    return ::cortex_m::native::{fn}(context, {', '.join(names)});\n}}\n"
+            )
+        else:
+            bodies.append(
+                f"// {text}\n"
+                f"__attribute__((noipa)) {result} kernel_{k}(KernelRuntimeContext& context, {params}) {{\n"
+                f"    (void)context;\n"
+                + "".join(f"    (void){n};\n" for n in names)
+                + "    rs_kernel_end();\n    rs_kernel_begin();\n"
+                + ret
+                + "}\n"
+            )
         boxed = len(schema.args) + 1  # + the return value, as ExecuTorch's codegen counts
         lines = [f"EValue& {n} = *stack[{i}];" for i, n in enumerate(names)]
         lines += [line for line, _, _ in unboxed]
@@ -216,8 +236,9 @@ def kernels_source(schemas: Sequence[str]) -> str:
         "#include <executorch/runtime/platform/profiler.h>\n\n"
         'extern "C" void rs_kernel_begin(void);\nextern "C" void rs_kernel_end(void);\n\n'
         "using namespace executorch::runtime;\nusing executorch::ET_RUNTIME_NAMESPACE::Kernel;\n"
-        "using executorch::ET_RUNTIME_NAMESPACE::KernelRuntimeContext;\n\n"
-        "namespace {\n" + "\n".join(bodies) + "\nKernel kernels_to_register[] = {\n" + "".join(kernels)
+        "using executorch::ET_RUNTIME_NAMESPACE::KernelRuntimeContext;\n"
+        + "".join(decls)
+        + "\nnamespace {\n" + "\n".join(bodies) + "\nKernel kernels_to_register[] = {\n" + "".join(kernels)
         + "};\n} // namespace\n\n"
         "void rs_probe_register_kernels() {\n"
         "    Span<const Kernel> span(kernels_to_register,\n"
@@ -358,9 +379,16 @@ class Objects:
     objects: tuple[str, ...]
 
 
-def et_objects(model_name: str, sources: Sources, build: Path, units: Sequence[str] = ()) -> Objects:
+def et_objects(
+    model_name: str,
+    sources: Sources,
+    build: Path,
+    units: Sequence[str] = (),
+    extra_includes: Sequence[str] = (),
+) -> Objects:
     """ExecuTorch's runtime (:data:`ET_SOURCES`) and ``units`` (more paths under EXECUTORCH_DIR)
-    compiled for the core model ``model_name`` into ``build`` (reused when already there)."""
+    compiled for the core model ``model_name`` into ``build`` (reused when already there);
+    ``extra_includes``: -I flags the units need (CMSIS-NN's Include for the cortex_m ops)."""
     from isa_models.cores import get_core_model
     from refsim.qemu.timing import qemu_core_for
 
@@ -375,7 +403,7 @@ def et_objects(model_name: str, sources: Sources, build: Path, units: Sequence[s
     objdir.mkdir(parents=True, exist_ok=True)
     if not (build / "generated/executorch/schema/program_generated.h").is_file():
         _generate_schema(sources, build / "generated")
-    includes = _includes(sources, build)
+    includes = [*_includes(sources, build), *extra_includes]
     wanted = [*ET_SOURCES, *(s for s in ET_OPTIONAL_SOURCES if (sources.executorch / s).is_file()), *units]
     objects, pending = [], []
     for k, rel in enumerate(wanted):
