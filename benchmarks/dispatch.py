@@ -8,6 +8,8 @@ synthetic chains with empty kernels under QEMU (refsim/qemu/dispatch_probe.py, d
 the fitted per-execute / per-call / per-argument / per-list-element instructions and cycles and
 the dispatch of each bundled program, and saves benchmarks/results/dispatch.json. ``--write``
 also refreshes isa_models/dispatch.json, the data isa_models/program.py prices dispatch with.
+With CMSIS_NN_DIR (a CMSIS-NN checkout, for its headers) it also measures each cortex_m op's own
+set-up around its CMSIS-NN call (ExecuTorch's backends/cortex_m/ops with CMSIS-NN stubbed).
 Write EXECUTORCH_DIR/EXECUTORCH_REVISION (e.g. ``main cff6f4dd... (2026-08-22)``) first so the
 provenance names the tree.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -82,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="refsim-dispatch-") as tmp:
             build = args.build or Path(tmp)
             cores = args.cores.split(",")
-            data = measure_all(sources, ROOT / "examples" / "models", build, cores, command)
+            cmsis = os.environ.get("CMSIS_NN_DIR")
+            cmsis_include = Path(cmsis) / "Include" if cmsis else None
+            data = measure_all(sources, ROOT / "examples" / "models", build, cores, command, cmsis_include)
             floats = None if args.no_float else measure_float_all(sources, build, cores, command)
     except DispatchProbeError as error:
         print(f"refsim: error: {error}", file=sys.stderr)
@@ -102,6 +107,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"{core:14} {what[:6]:6} {f['execute']:8.1f} {f['call']:7.1f} {f['argument']:6.2f} "
                 f"{f['list']:6.2f} {f['list_element']:6.2f} {fit['max_call_error'][what]:7.1%}"
             )
+    if any("setup" in e for e in data["cores"].values()):
+        print(
+            f"\ncortex_m op set-up around its CMSIS-NN call, instructions/cycles (old {old.cortex_m_setup} x {old.cpi})"
+        )
+        for core, entry in data["cores"].items():
+            cells = [f"{op.split('::')[1].split('.')[0]} {v['instructions']:.0f}/{v['cycles']:.0f}"
+                     for op, v in entry.get("setup", {}).items()]  # fmt: skip
+            print(f"{core:14} " + "  ".join(cells))
     print(f"\n{'program':10} " + " ".join(f"{c.removeprefix('cortex-'):>12}" for c in data["cores"]))
     for name in (n for n in data["programs"] if not n.startswith(("chain_", "lists_"))):
         cells = []
@@ -112,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     if floats is not None:
         _print_floats(floats)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    summary = {"provenance": data["provenance"], "cores": {c: e["fit"] for c, e in data["cores"].items()}}
+    summary = {
+        "provenance": data["provenance"],
+        "cores": {c: {"fit": e["fit"], "setup": e.get("setup", {})} for c, e in data["cores"].items()},
+    }
     if floats is not None:
         summary["fp32"] = {c: e["table"] for c, e in floats["cores"].items()}
     RESULTS.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")

@@ -184,11 +184,33 @@ class DispatchRate:
 
 
 @dataclass(frozen=True)
+class OpSetup:
+    """A cortex_m op's own code around its CMSIS-NN call (argument checks, building the CMSIS-NN
+    structs, the scratch buffer), measured per op."""
+
+    instructions: float
+    cycles: float
+
+
+@dataclass(frozen=True)
 class MeasuredDispatch:
     core: str
     instructions: DispatchRate
     cycles: DispatchRate
     source: str
+    setup: Mapping[str, OpSetup] = field(default_factory=dict)
+
+    def setup_of(self, op: str | None) -> OpSetup | None:
+        """The op's measured set-up; another cortex_m op: the mean of the measured ones."""
+        if not self.setup:
+            return None
+        if op in self.setup:
+            return self.setup[op]
+        n = len(self.setup)
+        return OpSetup(
+            sum(s.instructions for s in self.setup.values()) / n,
+            sum(s.cycles for s in self.setup.values()) / n,
+        )
 
 
 @functools.cache
@@ -205,6 +227,10 @@ def measured_dispatch() -> Mapping[str, MeasuredDispatch]:
             DispatchRate(**{k: float(entry["fit"]["instructions"][k]) for k in fields}),
             DispatchRate(**{k: float(entry["fit"]["cycles"][k]) for k in fields}),
             source,
+            {
+                op: OpSetup(float(v["instructions"]), float(v["cycles"]))
+                for op, v in entry.get("setup", {}).items()
+            },
         )
         for core, entry in data["cores"].items()
     }
@@ -221,25 +247,30 @@ def dispatch_cost(
     core: str | None = None,
     lists: int = 0,
     list_elements: int = 0,
+    op: str | None = None,
     dispatch: Dispatch = READING_BASED,
 ) -> Cost:
     """One KernelCall's cost outside its kernel: the measured per-call dispatch of ``core``
-    (:class:`DispatchRate`) plus the op's set-up (reading-based, :class:`Dispatch`); without a
-    measurement for ``core`` (or without ``core``) the reading-based loop and unboxing."""
-    setup = _setup(cortex_m, dispatch)
+    (:class:`DispatchRate`) plus the op's set-up: a cortex_m op's measured one (``op`` by name,
+    else the mean of the measured ops), a portable op's reading-based ``portable_setup``; without
+    a measurement for ``core`` (or without ``core``) the reading-based :class:`Dispatch`."""
     measured = measured_dispatch().get(core) if core else None
     if measured is None:
-        instructions = dispatch.loop + dispatch.per_argument * arguments + setup
+        instructions = dispatch.loop + dispatch.per_argument * arguments + _setup(cortex_m, dispatch)
         return Cost(
             instructions=float(instructions), cycles=instructions * dispatch.cpi, sources=("dispatch",)
         )
     ins = measured.instructions.per_call(arguments, lists, list_elements)
     cyc = measured.cycles.per_call(arguments, lists, list_elements)
-    return Cost(
-        instructions=ins + setup,
-        cycles=cyc + setup * dispatch.cpi,
-        sources=(measured.source, "op set-up (reading-based)"),
-    )
+    setup = measured.setup_of(op) if cortex_m else None
+    if setup is None:
+        reading = _setup(cortex_m, dispatch)
+        return Cost(
+            instructions=ins + reading,
+            cycles=cyc + reading * dispatch.cpi,
+            sources=(measured.source, "op set-up (reading-based)"),
+        )
+    return Cost(instructions=ins + setup.instructions, cycles=cyc + setup.cycles, sources=(measured.source,))
 
 
 def execute_cost(core: str) -> Cost:
@@ -343,6 +374,7 @@ __all__ = [
     "MeasuredDispatch",
     "NoEstimate",
     "OpEstimate",
+    "OpSetup",
     "Work",
     "cost_of",
     "dispatch_cost",

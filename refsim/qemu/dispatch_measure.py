@@ -240,10 +240,17 @@ def provenance(sources: Sources, command: str) -> dict:
 
 
 def measure_all(
-    sources: Sources, models: Path, build: Path, cores: Sequence[str] = CORES, command: str = ""
+    sources: Sources,
+    models: Path,
+    build: Path,
+    cores: Sequence[str] = CORES,
+    command: str = "",
+    cmsis_include: Path | None = None,
 ) -> dict:
     """The data file's content (isa_models/dispatch.json): provenance, every program's calls
-    (shapes), per core the fit and the windows (instructions and cycles) of every program."""
+    (shapes), per core the fit and the windows (instructions and cycles) of every program, and
+    with ``cmsis_include`` (CMSIS-NN's Include/, for the cortex_m ops' headers) each cortex_m
+    op's own set-up (:func:`measure_setup`)."""
     programs: dict = {}
     per_core = {}
     for core in cores:
@@ -253,8 +260,13 @@ def measure_all(
             name: {"instructions": p["instructions"], "cycles": p["cycles"]} for name, p in raw.items()
         }
         per_core[core] = {"fit": fit(raw), "windows": windows}
+        if cmsis_include is not None:
+            per_core[core]["setup"] = measure_setup(core, sources, cmsis_include, models, build)
+    prov = provenance(sources, command)
+    if cmsis_include is not None:
+        prov["cmsis_nn_headers"] = str(cmsis_include)
     return {
-        "provenance": provenance(sources, command),
+        "provenance": prov,
         "features": ["call", *FEATURES],
         "programs": programs,
         "cores": per_core,

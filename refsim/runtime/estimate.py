@@ -228,6 +228,7 @@ def _estimate_calls(est: Estimate, method: Method, target: Target, library: str)
             core=target.cpu,
             lists=len(lists),
             list_elements=sum(len(v) for v in lists),
+            op=op.name,
         )
         est.calls += 1
     if est.calls:

@@ -1,7 +1,7 @@
 """ExecuTorch's measured dispatch (isa_models/dispatch.json): the shipped fit equals its refit
 from the shipped windows, the measurement's own invariants hold (a chain's per-execute cost does
-not depend on its length, list elements cost a constant each), and isa_models.program prices
-calls and the estimate with it."""
+not depend on its length, list elements cost a constant each, an op's set-up is the same on
+every call), and isa_models.program prices calls and the estimate with it."""
 
 from __future__ import annotations
 
@@ -89,17 +89,39 @@ def test_shipped_call_shapes_are_the_programs_calls() -> None:
         assert [s.list_elements for s in shapes] == [c["list_elements"] for c in DATA["programs"][name]]
 
 
+def _formula(f: dict, args: int, lists: int, elements: int) -> float:
+    return f["call"] + f["argument"] * args + f["list"] * lists + f["list_element"] * elements
+
+
 @pytest.mark.parametrize("core", CORES)
-def test_dispatch_cost_is_the_measured_formula_plus_the_read_set_up(core: str) -> None:
-    f = DATA["cores"][core]["fit"]
+def test_dispatch_cost_is_the_measured_formula_plus_the_ops_measured_set_up(core: str) -> None:
+    entry = DATA["cores"][core]
     args, lists, elements = 15, 3, 6  # a quantized_conv2d.out call
-    cost = dispatch_cost(args, cortex_m=True, core=core, lists=lists, list_elements=elements)
-    for unit, setup in (("instructions", 1.0), ("cycles", READING_BASED.cpi)):
-        c = f[unit]
-        expected = c["call"] + c["argument"] * args + c["list"] * lists + c["list_element"] * elements
-        assert getattr(cost, unit) == pytest.approx(expected + READING_BASED.cortex_m_setup * setup)
+    conv = "cortex_m::quantized_conv2d.out"
+    cost = dispatch_cost(args, cortex_m=True, core=core, lists=lists, list_elements=elements, op=conv)
+    for unit in ("instructions", "cycles"):
+        expected = _formula(entry["fit"][unit], args, lists, elements) + entry["setup"][conv][unit]
+        assert getattr(cost, unit) == pytest.approx(expected)
     assert any("measured" in s for s in cost.sources)
-    assert execute_cost(core).cycles == f["cycles"]["execute"]
+    assert execute_cost(core).cycles == entry["fit"]["cycles"]["execute"]
+    # a cortex_m op without its own measurement: the mean of the measured ones
+    other = dispatch_cost(14, cortex_m=True, core=core, op="cortex_m::quantized_add.out")
+    mean = sum(v["cycles"] for v in entry["setup"].values()) / len(entry["setup"])
+    assert other.cycles == pytest.approx(_formula(entry["fit"]["cycles"], 14, 0, 0) + mean)
+    # a portable op: the measured dispatch plus the reading-based set-up
+    view = dispatch_cost(3, cortex_m=False, core=core, lists=1, list_elements=4)
+    reading = READING_BASED.portable_setup * READING_BASED.cpi
+    assert view.cycles == pytest.approx(_formula(entry["fit"]["cycles"], 3, 1, 4) + reading)
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_every_measured_op_set_up_is_the_same_on_every_call(core: str) -> None:
+    setup = DATA["cores"][core]["setup"]
+    assert len(setup) >= 6
+    for op, v in setup.items():
+        for unit in ("instructions", "cycles"):
+            low, high = v["spread"][unit]
+            assert 0 < low <= v[unit] <= high <= low * 1.05, (op, unit)
 
 
 def test_without_a_measured_core_dispatch_is_the_reading_based_model() -> None:
@@ -120,16 +142,16 @@ def test_estimate_adds_each_calls_measured_dispatch_and_one_execute() -> None:
     method = program.method("forward")
     est = estimate_method(program, method, cpu="cortex-m55")
     shapes = call_shapes(MODELS_DIR / "kws.pte")
-    f = DATA["cores"]["cortex-m55"]["fit"]["cycles"]
-    lists = [dict(s.kinds).get("list", 0) for s in shapes]
+    entry = DATA["cores"]["cortex-m55"]
+    f = entry["fit"]["cycles"]
     expected = f["execute"] + sum(
-        f["call"] + f["argument"] * s.arguments + f["list"] * n + f["list_element"] * s.list_elements
-        + READING_BASED.cortex_m_setup * READING_BASED.cpi
-        for s, n in zip(shapes, lists, strict=True)
-    )  # fmt: skip
+        _formula(f, s.arguments, dict(s.kinds).get("list", 0), s.list_elements)
+        + entry["setup"][s.op]["cycles"]
+        for s in shapes
+    )
     assert est.dispatch.cycles == pytest.approx(expected)
-    measured = sum(DATA["cores"]["cortex-m55"]["windows"]["kws"]["cycles"])
-    setup = len(shapes) * READING_BASED.cortex_m_setup * READING_BASED.cpi
+    measured = sum(entry["windows"]["kws"]["cycles"])
+    setup = sum(entry["setup"][s.op]["cycles"] for s in shapes)
     assert est.dispatch.cycles - setup == pytest.approx(measured, rel=0.05)
 
 

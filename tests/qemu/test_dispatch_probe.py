@@ -69,3 +69,17 @@ def test_rebuilt_float_probe_reproduces_the_shipped_windows(tmp_path: Path, timi
     raw = measure_float("cortex-m4", Sources.from_environment(), tmp_path)
     assert raw == shipped["windows"]
     assert float_table(raw) == shipped["table"]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CMSIS_NN_DIR"), reason="set CMSIS_NN_DIR for the cortex_m ops' headers"
+)
+def test_rebuilt_set_up_probe_reproduces_the_shipped_set_up(
+    shipped: dict, tmp_path: Path, timing: None
+) -> None:
+    from refsim.qemu.dispatch_measure import measure_setup
+    from refsim.qemu.dispatch_probe import Sources
+
+    include = Path(os.environ["CMSIS_NN_DIR"]) / "Include"
+    setup = measure_setup("cortex-m4", Sources.from_environment(), include, MODELS_DIR, tmp_path)
+    assert setup == shipped["cores"]["cortex-m4"]["setup"]
