@@ -278,7 +278,9 @@ def _rejections(op: OpInput, family: str) -> list[str]:
 
 def _host_cost(op: OpInput, core: str, library: str | None) -> Cost:
     cost = cost_of(list(op.works), core, library=library)
-    return cost + dispatch_cost(op.arguments, cortex_m=op.name.startswith("cortex_m::"))
+    return cost + dispatch_cost(
+        op.arguments, cortex_m=op.name.startswith("cortex_m::"), core=core, op=op.name
+    )
 
 
 def estimate_ops(

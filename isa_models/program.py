@@ -10,18 +10,24 @@ An op's cost hook (refsim/ops/cost.py) describes the op as work items; this modu
   same calibration.
 - :class:`FloatWork` — fp32 work of a portable float op: ``adds``/``muls`` (a MAC is one of
   each), ``divs``, ``transcendentals`` (exp, tanh, erf, sqrt...) and ``elements`` loaded and
-  stored, priced by :data:`FLOAT_CYCLES` for the core's FPU (soft-float on M0+/M3).
+  stored, priced by the core's measured fp32 table (:func:`float_table`: ExecuTorch's portable
+  kernels timed per element; the rule of thumb :data:`FLOAT_CYCLES` without a measurement).
 - :class:`NoEstimate` — an op the model cannot price; it shows as "no estimate", never 0.
 
 Plus :func:`dispatch_cost` per KernelCall (ExecuTorch's Method::execute loop and the op's
-argument unboxing) and the memory-system penalty of :func:`memory_penalty` for a system
+argument unboxing, measured per core: isa_models/dispatch.json) and :func:`execute_cost` once per
+inference, and the memory-system penalty of :func:`memory_penalty` for a system
 whose weights or code sit in flash.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from isa_models import layout
 from isa_models.cores import get_core_model
@@ -51,6 +57,7 @@ class FloatWork:
     transcendentals: int = 0
     elements: int = 0  # values loaded and stored (one each)
     macs: int = 0  # multiply-accumulates among the adds/muls (a float conv or matmul), for reports
+    portable: bool = True  # an ExecuTorch portable op (False: the application's own loop)
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,12 @@ Work = KernelWork | CopyWork | FloatWork | NoEstimate
 
 @dataclass(frozen=True)
 class FloatTable:
-    """Cycles per fp32 operation on one kind of FPU (named fields, see :data:`FLOAT_CYCLES`)."""
+    """Cycles per fp32 operation (named fields). An application loop (``FloatWork.portable``
+    False) of n elements costs ``n · (adds·add + muls·mul + divs·div +
+    transcendentals·transcendental + element)``, MACs at ``mac`` each instead of an add and a mul;
+    a portable op adds ``call`` once and ``portable_element`` per element (elementwise_util's
+    generic loads, conversions and stores), its MACs at ``portable_mac``
+    (refsim/qemu/float_probe.py derives every field)."""
 
     add: float
     mul: float
@@ -71,15 +83,18 @@ class FloatTable:
     transcendental: float
     element: float
     source: str
+    mac: float | None = None  # None: add + mul
+    portable_element: float = 0.0
+    portable_mac: float | None = None  # None: mac
+    call: float = 0.0
 
 
-#: Cycles per fp32 operation by FPU kind (isa_models.cores ``fpu``). Hardware FPUs: VADD/VMUL/
-#: VFMA issue in 1 cycle and VDIV/VSQRT take 14 (Cortex-M4 TRM r0p1, table 7-1; M7/M33/M55
-#: alike), a loop-carried dependency exposes the 3-cycle latency, so 2 cycles per add or mul in
-#: a portable kernel loop; transcendentals are libm calls of ~20 FPU operations. Soft float
-#: (M0+/M3): libgcc's __aeabi_fadd/fmul/fdiv take roughly 40 / 50 / 120 cycles and expf ~1,500
-#: on a Cortex-M3 (rule of thumb: routine lengths in libgcc's ieee754-sf.S). These are not
-#: calibrated: no bundled program's time is dominated by fp32 ops.
+#: The old rule-of-thumb rates by FPU kind (isa_models.cores ``fpu``), for a core without a
+#: measurement (:data:`FLOAT_DATA`). Hardware FPUs: VADD/VMUL/VFMA issue in 1 cycle and
+#: VDIV/VSQRT take 14 (Cortex-M4 TRM r0p1, table 7-1; M7/M33/M55 alike), a loop-carried
+#: dependency exposes the 3-cycle latency, so 2 cycles per add or mul; transcendentals ~20 FPU
+#: operations. Soft float (M0+/M3): libgcc's __aeabi_fadd/fmul/fdiv roughly 40 / 50 / 120 cycles
+#: and expf ~1,500 (routine lengths in libgcc's ieee754-sf.S). Not measured.
 FLOAT_CYCLES: Mapping[str, FloatTable] = {
     "none": FloatTable(add=40.0, mul=50.0, div=120.0, transcendental=1500.0, element=4.0,
                        source="soft-float rule of thumb (libgcc ieee754-sf), uncalibrated"),
@@ -89,17 +104,48 @@ FLOAT_CYCLES: Mapping[str, FloatTable] = {
                      source="FPv5 issue and latency (Cortex-M7 TRM), uncalibrated"),
 }  # fmt: skip
 
+#: ExecuTorch's portable fp32 kernels measured per core (refsim/qemu/float_probe.py).
+FLOAT_DATA = Path(__file__).with_name("float_ops.json")
+
+
+@functools.cache
+def measured_float() -> Mapping[str, FloatTable]:
+    """Per core, the measured fp32 table of :data:`FLOAT_DATA` (empty if the file is absent)."""
+    if not FLOAT_DATA.is_file():
+        return {}
+    data = json.loads(FLOAT_DATA.read_text())
+    source = f"fp32 portable kernels measured (ExecuTorch {data['provenance']['executorch'].split(' (')[0]})"
+    names = (
+        "add",
+        "mul",
+        "div",
+        "transcendental",
+        "element",
+        "mac",
+        "portable_element",
+        "portable_mac",
+        "call",
+    )
+    return {
+        core: FloatTable(**{k: float(entry["table"]["cycles"][k]) for k in names}, source=source)
+        for core, entry in data["cores"].items()
+    }
+
+
+def float_table(core: str) -> FloatTable:
+    """The measured fp32 table of ``core``, else the rule of thumb for its FPU."""
+    return measured_float().get(core) or FLOAT_CYCLES[get_core_model(core).fpu]
+
 
 @dataclass(frozen=True)
 class Dispatch:
-    """Instructions of one KernelCall outside the kernel: ExecuTorch's ``Method::execute`` loop
-    and ``execute_instruction`` (instruction-count check, flatbuffer instruction and union-tag
-    reads, switch, KernelRuntimeContext, the args span, the indirect call, failure-state check,
-    next index: ~60 instructions), the generated wrapper unboxing each argument EValue (tag check
-    and load: ~6 per argument), and the cortex_m op's own set-up before it calls CMSIS-NN
-    (building cmsis_nn_dims/params structs and its checks: ~120). Read from method.cpp and
-    ExecuTorch's cortex_m op sources, not measured; cycles = instructions x ``cpi`` (branchy
-    pointer-chasing code on a single-issue core)."""
+    """The old reading-based dispatch (kept for comparison; cores without a measurement fall back
+    to it): ExecuTorch's ``Method::execute`` loop and ``execute_instruction`` (~60 instructions),
+    the generated wrapper unboxing each argument EValue (~6 per argument), read from method.cpp,
+    cycles = instructions x ``cpi``. ``cortex_m_setup`` / ``portable_setup``: the op's own set-up
+    before it calls CMSIS-NN (building cmsis_nn_dims/params structs and its checks: ~120; a
+    portable op's ~40), read from ExecuTorch's cortex_m op sources. The set-up is still this
+    reading: the measurement (:class:`MeasuredDispatch`) runs empty kernel bodies."""
 
     loop: int = 60
     per_argument: int = 6
@@ -108,13 +154,134 @@ class Dispatch:
     cpi: float = 1.4
 
 
-DISPATCH = Dispatch()
+READING_BASED = Dispatch()
+DISPATCH = READING_BASED
+
+#: ExecuTorch's measured dispatch (refsim/qemu/dispatch_probe.py, benchmarks/dispatch.py).
+DISPATCH_DATA = Path(__file__).with_name("dispatch.json")
 
 
-def dispatch_cost(arguments: int, *, cortex_m: bool, dispatch: Dispatch = DISPATCH) -> Cost:
-    instructions = dispatch.loop + dispatch.per_argument * arguments
-    instructions += dispatch.cortex_m_setup if cortex_m else dispatch.portable_setup
-    return Cost(instructions=float(instructions), cycles=instructions * dispatch.cpi, sources=("dispatch",))
+@dataclass(frozen=True)
+class DispatchRate:
+    """One core's measured dispatch in one unit (instructions or cycles), fitted on per-call
+    counting windows of ExecuTorch's runtime built from source and run under QEMU::
+
+        per call    = call + argument · arguments + list · list arguments + list_element · elements
+        per execute = execute   (Method::execute's entry and exit, once per inference)
+
+    ``arguments``: the schema's arguments, out included; ``list arguments``: the int[]/float[]/
+    bool[]/Tensor[] among them (each a BoxedEvalueList to unbox), ``elements`` their total length
+    (each element unboxed from its own EValue)."""
+
+    call: float
+    argument: float
+    list: float
+    list_element: float
+    execute: float
+
+    def per_call(self, arguments: int, lists: int, list_elements: int) -> float:
+        return self.call + self.argument * arguments + self.list * lists + self.list_element * list_elements
+
+
+@dataclass(frozen=True)
+class OpSetup:
+    """A cortex_m op's own code around its CMSIS-NN call (argument checks, building the CMSIS-NN
+    structs, the scratch buffer), measured per op."""
+
+    instructions: float
+    cycles: float
+
+
+@dataclass(frozen=True)
+class MeasuredDispatch:
+    core: str
+    instructions: DispatchRate
+    cycles: DispatchRate
+    source: str
+    setup: Mapping[str, OpSetup] = field(default_factory=dict)
+
+    def setup_of(self, op: str | None) -> OpSetup | None:
+        """The op's measured set-up; another cortex_m op: the mean of the measured ones."""
+        if not self.setup:
+            return None
+        if op in self.setup:
+            return self.setup[op]
+        n = len(self.setup)
+        return OpSetup(
+            sum(s.instructions for s in self.setup.values()) / n,
+            sum(s.cycles for s in self.setup.values()) / n,
+        )
+
+
+@functools.cache
+def measured_dispatch() -> Mapping[str, MeasuredDispatch]:
+    """Per core, the measured dispatch of :data:`DISPATCH_DATA` (empty if the file is absent)."""
+    if not DISPATCH_DATA.is_file():
+        return {}
+    data = json.loads(DISPATCH_DATA.read_text())
+    source = f"dispatch measured (ExecuTorch {data['provenance']['executorch'].split(' (')[0]})"
+    fields = [f.name for f in dataclasses.fields(DispatchRate)]
+    return {
+        core: MeasuredDispatch(
+            core,
+            DispatchRate(**{k: float(entry["fit"]["instructions"][k]) for k in fields}),
+            DispatchRate(**{k: float(entry["fit"]["cycles"][k]) for k in fields}),
+            source,
+            {
+                op: OpSetup(float(v["instructions"]), float(v["cycles"]))
+                for op, v in entry.get("setup", {}).items()
+            },
+        )
+        for core, entry in data["cores"].items()
+    }
+
+
+def _setup(cortex_m: bool, dispatch: Dispatch) -> float:
+    return float(dispatch.cortex_m_setup if cortex_m else dispatch.portable_setup)
+
+
+def dispatch_cost(
+    arguments: int,
+    *,
+    cortex_m: bool,
+    core: str | None = None,
+    lists: int = 0,
+    list_elements: int = 0,
+    op: str | None = None,
+    dispatch: Dispatch = READING_BASED,
+) -> Cost:
+    """One KernelCall's cost outside its kernel: the measured per-call dispatch of ``core``
+    (:class:`DispatchRate`) plus the op's set-up: a cortex_m op's measured one (``op`` by name,
+    else the mean of the measured ops), a portable op's reading-based ``portable_setup``; without
+    a measurement for ``core`` (or without ``core``) the reading-based :class:`Dispatch`."""
+    measured = measured_dispatch().get(core) if core else None
+    if measured is None:
+        instructions = dispatch.loop + dispatch.per_argument * arguments + _setup(cortex_m, dispatch)
+        return Cost(
+            instructions=float(instructions), cycles=instructions * dispatch.cpi, sources=("dispatch",)
+        )
+    ins = measured.instructions.per_call(arguments, lists, list_elements)
+    cyc = measured.cycles.per_call(arguments, lists, list_elements)
+    setup = measured.setup_of(op) if cortex_m else None
+    if setup is None:
+        reading = _setup(cortex_m, dispatch)
+        return Cost(
+            instructions=ins + reading,
+            cycles=cyc + reading * dispatch.cpi,
+            sources=(measured.source, "op set-up (reading-based)"),
+        )
+    return Cost(instructions=ins + setup.instructions, cycles=cyc + setup.cycles, sources=(measured.source,))
+
+
+def execute_cost(core: str) -> Cost:
+    """Method::execute's own entry and exit, once per inference (measured; 0 without a measurement,
+    where the reading-based model had no per-execute term)."""
+    measured = measured_dispatch().get(core)
+    if measured is None:
+        return Cost()
+    return Cost(
+        instructions=measured.instructions.execute, cycles=measured.cycles.execute, sources=(measured.source,)
+    )
 
 
 def memory_penalty(cost: Cost, weights_bytes: int, system) -> Cost:
@@ -138,11 +305,15 @@ def memory_penalty(cost: Cost, weights_bytes: int, system) -> Cost:
     return cost + Cost(cycles=extra, sources=(f"system {system.name}",))
 
 
-def _float_cost(work: FloatWork, fpu: str) -> Cost:
-    t = FLOAT_CYCLES[fpu]
+def _float_cost(work: FloatWork, t: FloatTable) -> Cost:
+    mac = t.add + t.mul if t.mac is None else t.mac
+    call, element = 0.0, t.element
+    if work.portable:
+        mac = mac if t.portable_mac is None else t.portable_mac
+        call, element = t.call, t.element + t.portable_element
     cycles = (
-        work.adds * t.add + work.muls * t.mul + work.divs * t.div
-        + work.transcendentals * t.transcendental + work.elements * t.element
+        call + work.macs * mac + (work.adds - work.macs) * t.add + (work.muls - work.macs) * t.mul
+        + work.divs * t.div + work.transcendentals * t.transcendental + work.elements * element
     )  # fmt: skip
     return Cost(
         macs=work.macs,
@@ -156,7 +327,7 @@ def _float_cost(work: FloatWork, fpu: str) -> Cost:
 
 def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, system=None) -> Cost:
     """The Cost of an op's work items on ``core`` (NO_ESTIMATE-flagged if any item has none)."""
-    model = get_core_model(core)
+    get_core_model(core)  # an unknown core is an error here, not at the first float op
     total = Cost()
     for w in works:
         if isinstance(w, NoEstimate):
@@ -172,7 +343,7 @@ def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, sys
                     "arm_pad_s8", layout.copy_params(w.nbytes, w.runs), core, library=library
                 )
         elif isinstance(w, FloatWork):
-            total = total + _float_cost(w, model.fpu)
+            total = total + _float_cost(w, float_table(core))
     return total
 
 
@@ -190,16 +361,26 @@ class OpEstimate:
 
 __all__ = [
     "DISPATCH",
+    "DISPATCH_DATA",
     "FLOAT_CYCLES",
+    "FLOAT_DATA",
+    "READING_BASED",
     "CopyWork",
     "Dispatch",
+    "DispatchRate",
     "FloatTable",
     "FloatWork",
     "KernelWork",
+    "MeasuredDispatch",
     "NoEstimate",
     "OpEstimate",
+    "OpSetup",
     "Work",
     "cost_of",
     "dispatch_cost",
+    "execute_cost",
+    "float_table",
+    "measured_dispatch",
+    "measured_float",
     "memory_penalty",
 ]

@@ -227,14 +227,24 @@ def _first_mnemonic(row: str) -> str:
 
 def _align(block: Sequence[str], timed: list[int], text: str) -> list[int]:
     """The instructions of ``timed`` llvm-mca kept when it skipped some for lack of scheduling
-    data: on the M7 and M85 models the IT instructions (their conditional instructions stay)."""
+    data: on the M7 and M85 models the IT instructions (their conditional instructions stay);
+    otherwise (FP instructions some models lack: ``vcmpe.f64`` on the M7, ``vseleq.f32`` on the
+    M33) the instructions whose mnemonics match llvm-mca's timeline rows in order, the others
+    left untimed (span None: unparsed)."""
     kept = [i for i in timed if not _IT.match(block[i].split()[0])]
-    if len(kept) != _count_rows(text):
-        shown = [_first_mnemonic(line) for line in text.splitlines() if line.startswith("[0,")]
+    if len(kept) == _count_rows(text):
+        return kept
+    shown = [_first_mnemonic(line) for line in text.splitlines() if line.startswith("[0,")]
+    matched, at = [], 0
+    for i in timed:
+        if at < len(shown) and block[i].split()[0] == shown[at]:
+            matched.append(i)
+            at += 1
+    if at != len(shown):
         raise QemuError(
-            f"llvm-mca skipped instructions other than IT in block {list(block)}; it timed {shown}"
+            f"llvm-mca skipped instructions in block {list(block)} that do not align; it timed {shown}"
         )
-    return kept
+    return matched
 
 
 __all__ = ["ITERATIONS", "block_spans", "llvm_version", "triple"]

@@ -151,7 +151,7 @@ def _io_rows(program: Program, method: Method, target: Target, library: str | No
                 continue
             n = int(slot.meta.numel)
             step = "quantize" if kind == "input" else "dequantize"
-            work = [FloatWork(muls=n, adds=2 * n, elements=n)]
+            work = [FloatWork(muls=n, adds=2 * n, elements=n, portable=False)]
             cost = cost_of(work, target.cpu, library=library, system=target.system)
             rows.append(Row(None, f"{kind}{k} {step} (application)", "fp32", cost))
     return rows
@@ -197,7 +197,7 @@ def _estimate_calls(est: Estimate, method: Method, target: Target, library: str)
     from isa_models.calibration import CalibrationError
     from isa_models.errors import IsaModelError
     from isa_models.formulas import CostModelError
-    from isa_models.program import cost_of, dispatch_cost
+    from isa_models.program import cost_of, dispatch_cost, execute_cost
     from refsim.ops.cost import cost_hook
     from refsim.ops.registry import OpError
 
@@ -221,10 +221,18 @@ def _estimate_calls(est: Estimate, method: Method, target: Target, library: str)
         except (CostModelError, CalibrationError, IsaModelError) as exc:
             raise EstimateError(f"{op.name} (instruction {call.instruction}): {exc}") from None
         est.rows.append(Row(call.instruction, op.name, variant, cost, note))
+        lists = [v for v in call.args._values if isinstance(v, tuple)]
         est.dispatch = est.dispatch + dispatch_cost(
-            len(call.args._values), cortex_m=op.name.startswith("cortex_m::")
+            len(call.args._values),
+            cortex_m=op.name.startswith("cortex_m::"),
+            core=target.cpu,
+            lists=len(lists),
+            list_elements=sum(len(v) for v in lists),
+            op=op.name,
         )
         est.calls += 1
+    if est.calls:
+        est.dispatch = est.dispatch + execute_cost(target.cpu)
 
 
 def report_fields(est: Estimate) -> dict:

@@ -1,0 +1,96 @@
+"""ExecuTorch's portable fp32 kernels measured per core (isa_models/float_ops.json): the shipped
+table equals its refit from the shipped windows, the windows are linear in the length, and
+isa_models.program prices FloatWork with the measured table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from isa_models.cores import CORE_MODELS, get_core_model
+from isa_models.program import FLOAT_CYCLES, FLOAT_DATA, FloatWork, cost_of, float_table, measured_float
+from refsim.qemu.float_probe import LENGTHS, MM_INNER, OPS
+from refsim.qemu.float_probe import float_table as refit
+
+DATA = json.loads(FLOAT_DATA.read_text())
+CORES = sorted(DATA["cores"])
+
+
+def test_every_core_model_is_measured_with_provenance() -> None:
+    assert set(CORES) == set(CORE_MODELS)
+    assert DATA["ops"] == list(OPS) and DATA["lengths"] == list(LENGTHS)
+    for key in ("executorch", "compiler", "flags", "qemu", "llvm_mca", "date", "command", "method"):
+        assert DATA["provenance"][key], key
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_shipped_table_equals_its_refit(core: str) -> None:
+    entry = DATA["cores"][core]
+    assert refit(entry["windows"]) == entry["table"]
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_every_op_costs_a_constant_per_element(core: str) -> None:
+    n0, n1, n2 = LENGTHS
+    for op, w in DATA["cores"][core]["windows"].items():
+        c = w["cycles"]
+        first, second = (c[1] - c[0]) / (n1 - n0), (c[2] - c[1]) / (n2 - n1)
+        assert first == pytest.approx(second, rel=0.05), (op, first, second)
+
+
+def _slope(values: list[int]) -> float:
+    n0, _, n2 = LENGTHS
+    return (values[2] - values[0]) / (n2 - n0)
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_an_application_loop_costs_the_plain_loops_slope(core: str) -> None:
+    windows, n = DATA["cores"][core]["windows"], 256
+    works = {
+        "loop_copy": FloatWork(elements=n, portable=False),
+        "loop_add": FloatWork(adds=n, elements=n, portable=False),
+        "loop_mul": FloatWork(muls=n, elements=n, portable=False),
+        "loop_div": FloatWork(divs=n, elements=n, portable=False),
+        "loop_exp": FloatWork(transcendentals=n, elements=n, portable=False),
+        "loop_mac": FloatWork(adds=n, muls=n, macs=n, portable=False),
+    }
+    for loop, work in works.items():
+        assert cost_of([work], core).cycles == pytest.approx(n * _slope(windows[loop]["cycles"]), rel=0.02), (
+            loop
+        )
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_a_portable_op_is_within_30_percent_of_its_measured_call(core: str) -> None:
+    """One per-element overhead for every portable op: mul, div, exp and mm come within 30% at
+    256 elements (aten::add is off by more on soft-float cores: its alpha multiply, which
+    refsim/ops/cost.py does not count, is a libgcc call there)."""
+    windows, n = DATA["cores"][core]["windows"], LENGTHS[-1]
+    works = {
+        "mul": FloatWork(muls=n, elements=n),
+        "div": FloatWork(divs=n, elements=n),
+        "exp": FloatWork(transcendentals=n, elements=n),
+        "mm": FloatWork(adds=n * MM_INNER, muls=n * MM_INNER, macs=n * MM_INNER, elements=n),
+    }
+    for op, work in works.items():
+        assert cost_of([work], core).cycles == pytest.approx(windows[op]["cycles"][-1], rel=0.30), op
+    assert measured_float()[core].source.startswith("fp32 portable kernels measured")
+
+
+def test_soft_float_cores_pay_for_arithmetic_in_software() -> None:
+    for soft in ("cortex-m0plus", "cortex-m3"):
+        assert get_core_model(soft).fpu == "none"
+        for hard in ("cortex-m4", "cortex-m33", "cortex-m55"):
+            assert float_table(soft).add > 2 * float_table(hard).add
+            assert float_table(soft).transcendental > 2 * float_table(hard).transcendental
+
+
+def test_a_core_without_a_measurement_keeps_the_rule_of_thumb(monkeypatch) -> None:
+    import isa_models.program as program
+
+    monkeypatch.setattr(program, "measured_float", lambda: {})
+    assert program.float_table("cortex-m4") is FLOAT_CYCLES["sp"]
+    work = FloatWork(adds=10, muls=10, macs=10, elements=5)
+    t = FLOAT_CYCLES["sp"]
+    assert cost_of([work], "cortex-m4").cycles == 10 * (t.add + t.mul) + 5 * t.element

@@ -1,0 +1,85 @@
+"""The dispatch probe rebuilt from an ExecuTorch tree reproduces the shipped measurement.
+
+Runs only when EXECUTORCH_DIR (an ExecuTorch source tree: ``git archive <rev> runtime schema
+extension/data_loader kernels/portable``) and FLATBUFFERS_DIR (flatbuffers at ExecuTorch's submodule pin) are set;
+it builds ExecuTorch's runtime for the M4 and the M55, and its portable fp32 kernels for the M4
+(a few minutes in all), and compares every counting
+window with isa_models/dispatch.json exactly (QEMU's counts and the timing model are
+deterministic). A different tree than the shipped one's fails here: then regenerate with
+``python benchmarks/dispatch.py --write``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from isa_models.program import DISPATCH_DATA
+from refsim.qemu.dispatch_measure import fit, measure
+
+MODELS_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
+
+pytestmark = pytest.mark.skipif(
+    not (os.environ.get("EXECUTORCH_DIR") and os.environ.get("FLATBUFFERS_DIR")),
+    reason="set EXECUTORCH_DIR (ExecuTorch source tree) and FLATBUFFERS_DIR to rebuild the dispatch probe",
+)
+
+
+@pytest.fixture(scope="module")
+def timing(toolchain: None) -> None:
+    """Skip without the host compiler (the counting plugin) or llvm-19's llvm-mca and llvm-mc."""
+    from refsim.qemu.counting import find_host_cc
+    from refsim.qemu.errors import ToolchainMissingError
+    from refsim.qemu.mca import MC, MCA, find_tool
+
+    try:
+        find_host_cc()
+        find_tool(MCA)
+        find_tool(MC)
+    except ToolchainMissingError as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="module")
+def shipped() -> dict:
+    return json.loads(DISPATCH_DATA.read_text())
+
+
+@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m55"])
+def test_rebuilt_probe_reproduces_the_shipped_windows(
+    core: str, shipped: dict, tmp_path: Path, timing: None
+) -> None:
+    from refsim.qemu.dispatch_probe import Sources
+
+    raw = measure(core, Sources.from_environment(), MODELS_DIR, tmp_path)
+    windows = {name: {"instructions": p["instructions"], "cycles": p["cycles"]} for name, p in raw.items()}
+    assert windows == shipped["cores"][core]["windows"]
+    assert fit(raw) == shipped["cores"][core]["fit"]
+
+
+def test_rebuilt_float_probe_reproduces_the_shipped_windows(tmp_path: Path, timing: None) -> None:
+    from isa_models.program import FLOAT_DATA
+    from refsim.qemu.dispatch_probe import Sources
+    from refsim.qemu.float_probe import float_table, measure_float
+
+    shipped = json.loads(FLOAT_DATA.read_text())["cores"]["cortex-m4"]
+    raw = measure_float("cortex-m4", Sources.from_environment(), tmp_path)
+    assert raw == shipped["windows"]
+    assert float_table(raw) == shipped["table"]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CMSIS_NN_DIR"), reason="set CMSIS_NN_DIR for the cortex_m ops' headers"
+)
+def test_rebuilt_set_up_probe_reproduces_the_shipped_set_up(
+    shipped: dict, tmp_path: Path, timing: None
+) -> None:
+    from refsim.qemu.dispatch_measure import measure_setup
+    from refsim.qemu.dispatch_probe import Sources
+
+    include = Path(os.environ["CMSIS_NN_DIR"]) / "Include"
+    setup = measure_setup("cortex-m4", Sources.from_environment(), include, MODELS_DIR, tmp_path)
+    assert setup == shipped["cores"]["cortex-m4"]["setup"]
