@@ -21,9 +21,8 @@ whose weights or code sit in flash.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from isa_models import layout
 from isa_models.cores import get_core_model
 from isa_models.cost import NO_ESTIMATE, Cost
 from isa_models.formulas import estimate_call
@@ -168,24 +167,14 @@ def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, sys
             total = total + (c.scaled(w.repeat) if w.repeat != 1 else c)
         elif isinstance(w, CopyWork):
             if w.nbytes:
+                from isa_models import layout  # imported only by a program with copies
+
                 total = total + estimate_call(
                     "arm_pad_s8", layout.copy_params(w.nbytes, w.runs), core, library=library
                 )
         elif isinstance(w, FloatWork):
             total = total + _float_cost(w, model.fpu)
     return total
-
-
-@dataclass(frozen=True)
-class OpEstimate:
-    """One KernelCall's estimate: the CMSIS-NN variant (or "portable"), its cost, and why not."""
-
-    index: int
-    name: str
-    variant: str
-    cost: Cost
-    note: str = ""
-    dispatch: Cost = field(default_factory=Cost)
 
 
 __all__ = [
@@ -197,7 +186,6 @@ __all__ = [
     "FloatWork",
     "KernelWork",
     "NoEstimate",
-    "OpEstimate",
     "Work",
     "cost_of",
     "dispatch_cost",

@@ -82,7 +82,7 @@ def run(
         estimate_ms = (time.perf_counter() - t_est) * 1e3
         isa = estimate.target.isa
     if isa is None:
-        from refsim.runtime.estimate import exported_tier
+        from refsim.runtime.tier import exported_tier  # no isa_models: a plain run skips the cost model
 
         isa = exported_tier(method) or "mve"
     found = method.divergences(isa)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from isa_models.cost import Cost
 from refsim.errors import RefsimError
 from refsim.runtime.program import Method, Program
+from refsim.runtime.tier import exported_tier
 
 DEFAULT_CPU = {"scalar": "cortex-m3", "dsp": "cortex-m4", "mve": "cortex-m55"}
 TIER_ORDER = ("scalar", "dsp", "mve")
@@ -39,18 +40,6 @@ class Target:
     clock_mhz: float
     clock_note: str
     exported_for: str | None
-
-
-def exported_tier(method: Method) -> str | None:
-    """The tier the file shows it was exported for, from its linears (see the module docstring)."""
-    seen = None
-    for call in method.calls:
-        if call is None or call.op.name != "cortex_m::quantized_linear.out":
-            continue
-        if call.args.kernel_sum is not None:
-            return "mve"
-        seen = "dsp"
-    return seen
 
 
 def resolve_target(
