@@ -30,6 +30,8 @@ from isa_models.formulas import estimate_call
 
 @dataclass(frozen=True)
 class KernelWork:
+    """A CMSIS-NN call: function, VECTORS.md params, calls per op and constant bytes read."""
+
     function: str
     params: Mapping[str, int]
     repeat: int = 1
@@ -38,12 +40,16 @@ class KernelWork:
 
 @dataclass(frozen=True)
 class CopyWork:
+    """Bytes a portable layout op copies, in ``runs`` contiguous runs."""
+
     nbytes: int
     runs: int = 1
 
 
 @dataclass(frozen=True)
 class FloatWork:
+    """fp32 operations and elements of a portable float op."""
+
     adds: int = 0
     muls: int = 0
     divs: int = 0
@@ -54,6 +60,8 @@ class FloatWork:
 
 @dataclass(frozen=True)
 class NoEstimate:
+    """Work the model cannot price, and why (shown as "no estimate", never 0)."""
+
     reason: str
 
 

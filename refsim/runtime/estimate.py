@@ -34,6 +34,8 @@ class EstimateError(RefsimError):
 
 @dataclass(frozen=True)
 class Target:
+    """The core, tier, system preset and clock an estimate is made for (:func:`resolve_target`)."""
+
     cpu: str
     isa: str
     system: object | None
@@ -77,6 +79,8 @@ def resolve_target(
 
 @dataclass(frozen=True)
 class Row:
+    """One line of the estimate table: a KernelCall, the runtime's dispatch or an application step."""
+
     index: int | None  # the KernelCall's instruction, None for runtime / application rows
     name: str
     variant: str
@@ -90,6 +94,8 @@ class Row:
 
 @dataclass
 class Estimate:
+    """A method's estimate on one target: its rows, their total and the dispatch cost."""
+
     target: Target
     library: str
     rows: list[Row] = field(default_factory=list)

@@ -63,6 +63,22 @@ def test_calibration_builder_is_reachable_from_the_package():
         _ = calibration.no_such_name
 
 
+@pytest.mark.parametrize(
+    "library, core", [(lib, core) for lib, cores in calibration.available().items() for core in cores]
+)
+def test_loading_without_the_records_gives_the_whole_file(library, core, tmp_path: Path):
+    path = calibration.path_for(library, core)
+    text = path.read_text()
+    whole = calibration.parse(json.loads(text), path)
+    assert len(calibration._without_records(text)) < len(text) / 5  # the layout write() makes
+    assert calibration.load(core, library) == whole
+    compact = tmp_path / library / f"{core}.json"  # another layout: decoded whole, same result
+    compact.parent.mkdir()
+    compact.write_text(json.dumps(json.loads(text), separators=(",", ":")))
+    assert calibration._without_records(compact.read_text()) == compact.read_text()
+    assert calibration.load(core, library, root=tmp_path) == calibration.parse(json.loads(text), compact)
+
+
 def test_plain_run_imports_no_cost_model():
     loaded = _modules_after(
         f"from refsim.cli import main\nassert main(['run', {str(MODELS_DIR / 'kws.pte')!r}, '-q']) == 0"
