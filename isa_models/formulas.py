@@ -84,9 +84,15 @@ class CostModelError(IsaModelError):
     """A call the cost model cannot estimate (unknown function, no calibration for the core)."""
 
 
+_LOADED: dict[str, ModuleType] = {}
+
+
 def family(name: str) -> ModuleType:
     """The family module ``isa_models.<name>`` (imported on first use)."""
-    return importlib.import_module(f"isa_models.{name}")
+    module = _LOADED.get(name)
+    if module is None:
+        module = _LOADED[name] = importlib.import_module(f"isa_models.{name}")
+    return module
 
 
 def derived_routes() -> dict[str, str]:

@@ -55,9 +55,10 @@ class FunctionFit:
     error: Mapping[str, Mapping[str, float]]
 
     def evaluate(self, quantity: str, features: Mapping[str, float]) -> float:
-        from isa_models.fit import predict
-
-        return predict(self.coefficients[quantity], features)
+        """``Σ_f coefficient_f · feature_f`` (:func:`isa_models.fit.predict`, written out here so
+        that an estimate does not import the fitting code)."""
+        coefficients = self.coefficients[quantity]
+        return float(sum(coefficients.get(k, 0.0) * v for k, v in features.items()))
 
 
 @dataclass(frozen=True)

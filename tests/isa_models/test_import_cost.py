@@ -79,6 +79,15 @@ def test_loading_without_the_records_gives_the_whole_file(library, core, tmp_pat
     assert calibration.load(core, library, root=tmp_path) == calibration.parse(json.loads(text), compact)
 
 
+def test_evaluate_is_the_fit_prediction():
+    from isa_models.fit import predict
+
+    fit = next(iter(calibration.load("cortex-m4", "cmsis-nn").functions.values()))
+    features = {name: float(k + 3) for k, name in enumerate(fit.features)}
+    for quantity in calibration.QUANTITIES:
+        assert fit.evaluate(quantity, features) == predict(fit.coefficients[quantity], features)
+
+
 def test_plain_run_imports_no_cost_model():
     loaded = _modules_after(
         f"from refsim.cli import main\nassert main(['run', {str(MODELS_DIR / 'kws.pte')!r}, '-q']) == 0"
