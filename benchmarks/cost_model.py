@@ -204,7 +204,7 @@ def overhead_table(repeats: int = 7) -> list[dict]:
                 cold = []
                 for _ in range(repeats):
                     out = subprocess.run([sys.executable, "-c", _COLD_ESTIMATE, path], check=True,
-                                         capture_output=True, text=True, env=env)  # fmt: skip
+                                         capture_output=True, text=True, env=env, cwd=ROOT)  # fmt: skip
                     cold.append(json.loads(out.stdout.strip().splitlines()[-1]))
                 plain, with_estimate, in_run = [], [], []
                 report = Path(scratch) / "report.json"
