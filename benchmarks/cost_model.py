@@ -11,24 +11,35 @@
     the M4 export of each model (examples/models/<model>_m4.pte) is what is estimated; an M55
     export's MVE linears would be costed as the same arm_fully_connected_s8 call on the DSP core
     where no M4 export exists.
-(c) What --estimate-cycles adds to `refsim run`: the estimate's own time in-process (cold:
-    first call, imports and calibration load included; warm: again), and the wall time of
-    `refsim run -q` with and without it (median of a few runs).
+(c) What --estimate-cycles adds to `refsim run`, with and without Python's bytecode cache, side
+    by side (:func:`overhead_table`): the first estimate in a fresh interpreter (imports and
+    calibration parse included; warm: a second one), and `refsim run -q` with and without
+    --estimate-cycles, alternated, as paired CPU and wall differences; load average recorded.
+
+    .venv/bin/python benchmarks/cost_model.py [--overhead] [--repeats N] [--markdown]
+
+``--overhead`` re-measures (c) only and keeps (a) and (b) of the saved results; ``--markdown``
+prints the tables of docs/cost-model.md from the saved results.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "examples" / "models"
 RESULTS = ROOT / "benchmarks" / "results" / "cost_model.json"
+MODELS_TIMED = ("kws", "vww", "ic", "ad")
 
 #: Published MLPerf Tiny latencies (TFLM + CMSIS-NN), REFERENCE.md section 4: (board preset, core,
 #: clock MHz, model → ms, source).
@@ -107,48 +118,125 @@ def published_table() -> list[dict]:
     return rows
 
 
-def _wall(args: list[str], repeats: int) -> float:
-    times = []
-    env = {**os.environ}
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        subprocess.run(args, check=True, capture_output=True, env=env)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+#: In-process cold/warm estimate, as `refsim run` makes it: the program is loaded and
+#: refsim.runtime.describe imported (run.py does both before it estimates); CPU and wall time of
+#: the first estimate_method (imports and calibration parse included), then of a second one.
+_COLD_ESTIMATE = """
+import json, os, sys, time
+from refsim.runtime import Program
+import refsim.runtime.describe
+p = Program.load(sys.argv[1]); m = p.method("forward")
+t, u = time.perf_counter(), time.process_time()
+from refsim.runtime.estimate import estimate_method
+estimate_method(p, m)
+cold, cold_cpu = time.perf_counter() - t, time.process_time() - u
+t = time.perf_counter(); estimate_method(p, m); warm = time.perf_counter() - t
+print(json.dumps([cold * 1e3, cold_cpu * 1e3, warm * 1e3]))
+"""
 
 
-def overhead_table(repeats: int = 3) -> list[dict]:
-    code = (
-        "import time, json, sys, os;"
-        "from refsim.runtime import Program;"
-        "p = Program.load(sys.argv[1]); m = p.method('forward');"
-        "t = time.perf_counter(); u = time.process_time();"
-        "from refsim.runtime.estimate import estimate_method;"
-        "estimate_method(p, m); c = time.perf_counter() - t; cu = time.process_time() - u;"
-        "t = time.perf_counter(); estimate_method(p, m); w = time.perf_counter() - t;"
-        "print(json.dumps([c * 1e3, w * 1e3, cu * 1e3, os.getloadavg()[0]]))"
-    )
+def _bytecode_modes(scratch: Path) -> dict[str, dict[str, str]]:
+    """The environments of the two modes, independent of what the repo's __pycache__ holds.
+
+    Both point ``PYTHONPYCACHEPREFIX`` at a private tree warmed by one `refsim run --estimate-cycles`
+    per model, and set ``PYTHONDONTWRITEBYTECODE=1`` so nothing is written while measuring.
+    ``cache``: every module's .pyc is there (an installed package). ``no-cache``: the same tree
+    without the .pyc of this checkout's own modules (the stdlib's and site-packages' stay, as
+    pip installs them), so refsim, isa_models and kernels_py compile at every import — an
+    editable install with ``PYTHONDONTWRITEBYTECODE=1``, as on the shared machines."""
+    base = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+    }
+    warm = scratch / "cache"
+    refsim = str(Path(sys.executable).with_name("refsim"))
+    for model in MODELS_TIMED:
+        subprocess.run([refsim, "run", str(MODELS / f"{model}.pte"), "-q", "--estimate-cycles"], check=True,
+                       capture_output=True, env={**base, "PYTHONPYCACHEPREFIX": str(warm)})  # fmt: skip
+    venv = Path(sys.prefix).resolve()
+
+    def keep(directory: str, names: list[str]) -> list[str]:
+        source = Path(ROOT.anchor) / Path(directory).relative_to(warm)
+        if source.is_relative_to(ROOT) and not source.is_relative_to(venv):
+            return [n for n in names if n.endswith(".pyc")]
+        return []
+
+    cold = scratch / "no-cache"
+    shutil.copytree(warm, cold, ignore=keep)
+    ours = [ROOT.relative_to(ROOT.anchor) / package for package in ("refsim", "isa_models")]
+    assert all(any((warm / d).rglob("*.pyc")) and not any((cold / d).rglob("*.pyc")) for d in ours)
+    return {
+        "cache": {**base, "PYTHONPYCACHEPREFIX": str(warm), "PYTHONDONTWRITEBYTECODE": "1"},
+        "no-cache": {**base, "PYTHONPYCACHEPREFIX": str(cold), "PYTHONDONTWRITEBYTECODE": "1"},
+    }
+
+
+def _timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU (user + system, from the child's rusage) seconds of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(args, check=True, capture_output=True, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def overhead_table(repeats: int = 7) -> list[dict]:
+    """(c) per model, in both bytecode modes (:func:`_bytecode_modes`), side by side:
+
+    - the first estimate in a fresh interpreter (``estimate_cold_cpu_ms``: what the estimate
+      adds, imports and calibration parse included) and a second one (warm), median of
+      ``repeats`` processes;
+    - ``refsim run -q --json`` and ``refsim run -q --json --estimate-cycles``, alternated
+      ``repeats`` times (the order flips each round): ``in_run_estimate_cpu_ms`` / ``_ms`` are
+      the run's own ``estimate_cpu_ms`` / ``estimate_ms`` (CPU / wall from the estimate's first
+      import to its result, median), ``added_cpu_ms`` / ``added_wall_ms`` the medians of the
+      paired whole-process differences, so slow drifts of a shared machine's load cancel (a
+      process is ~1 s, so these carry its run-to-run noise). The load average is recorded
+      before and after each model and mode."""
     refsim = str(Path(sys.executable).with_name("refsim"))
     rows = []
-    for model in ("kws", "vww", "ic", "ad"):
-        path = str(MODELS / f"{model}.pte")
-        out = subprocess.run([sys.executable, "-c", code, path], check=True, capture_output=True, text=True)
-        cold, warm, cold_cpu, load = json.loads(out.stdout)
-        plain = _wall([refsim, "run", path, "-q"], repeats)
-        with_estimate = _wall([refsim, "run", path, "-q", "--estimate-cycles"], repeats)
-        rows.append(
-            {
-                "model": model,
-                "estimate_cold_ms": round(cold, 2),
-                "estimate_warm_ms": round(warm, 2),
-                "estimate_cold_cpu_ms": round(cold_cpu, 2),
-                "load_average": round(load, 1),
-                "run_wall_s": round(plain, 3),
-                "run_estimate_wall_s": round(with_estimate, 3),
-                "added_wall_ms": round((with_estimate - plain) * 1e3, 1),
-                "pythondontwritebytecode": os.environ.get("PYTHONDONTWRITEBYTECODE", ""),
-            }
-        )
+    with tempfile.TemporaryDirectory(prefix="refsim-bytecode-") as scratch:
+        modes = _bytecode_modes(Path(scratch))
+        for model in MODELS_TIMED:
+            path = str(MODELS / f"{model}.pte")
+            for mode, env in modes.items():
+                load_before = os.getloadavg()[0]
+                cold = []
+                for _ in range(repeats):
+                    out = subprocess.run([sys.executable, "-c", _COLD_ESTIMATE, path], check=True,
+                                         capture_output=True, text=True, env=env, cwd=ROOT)  # fmt: skip
+                    cold.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                plain, with_estimate, in_run = [], [], []
+                report = Path(scratch) / "report.json"
+                runs = [([refsim, "run", path, "-q", "--json", str(report)], plain),
+                        ([refsim, "run", path, "-q", "--json", str(report), "--estimate-cycles"], with_estimate)]  # fmt: skip
+                for k in range(repeats):
+                    for args, into in runs if k % 2 == 0 else runs[::-1]:
+                        into.append(_timed(args, env))
+                        if into is with_estimate:
+                            r = json.loads(report.read_text())
+                            in_run.append((r["estimate_ms"], r.get("estimate_cpu_ms", math.nan)))
+                wall_diff = [(e[0] - p[0]) * 1e3 for p, e in zip(plain, with_estimate, strict=True)]
+                cpu_diff = [(e[1] - p[1]) * 1e3 for p, e in zip(plain, with_estimate, strict=True)]
+                rows.append(
+                    {
+                        "model": model,
+                        "bytecode": mode,
+                        "estimate_cold_ms": round(statistics.median(c[0] for c in cold), 2),
+                        "estimate_cold_cpu_ms": round(statistics.median(c[1] for c in cold), 2),
+                        "estimate_cold_cpu_min_ms": round(min(c[1] for c in cold), 2),
+                        "estimate_warm_ms": round(statistics.median(c[2] for c in cold), 2),
+                        "in_run_estimate_ms": round(statistics.median(r[0] for r in in_run), 2),
+                        "in_run_estimate_cpu_ms": round(statistics.median(r[1] for r in in_run), 2),
+                        "run_wall_s": round(statistics.median(p[0] for p in plain), 3),
+                        "run_cpu_s": round(statistics.median(p[1] for p in plain), 3),
+                        "run_estimate_wall_s": round(statistics.median(e[0] for e in with_estimate), 3),
+                        "added_cpu_ms": round(statistics.median(cpu_diff), 1),
+                        "added_wall_ms": round(statistics.median(wall_diff), 1),
+                        "repeats": repeats,
+                        "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+                    }
+                )
     return rows
 
 
@@ -195,16 +283,34 @@ def markdown(results: dict) -> str:
                    f"{r['estimated_ms']:.2f} | {r['published_ms']:.2f} | {100 * r['error']:+.1f}% | {r['source']} |")  # fmt: skip
     out.append("")
     out.append(
-        "(c) what --estimate-cycles adds (estimate_method in-process; wall = `refsim run -q`, median)\n"
+        "(c) what --estimate-cycles adds to `refsim run`: the first estimate in a fresh interpreter (CPU, "
+        "median and min), the estimate inside `refsim run` (its report's estimate_cpu_ms / estimate_ms), a warm "
+        "estimate, and `refsim run -q` with minus without it (median of paired differences)\n"
     )
-    out.append(
-        "| model | estimate, cold (ms wall) | cold (ms CPU) | warm (ms wall) | load average | run -q (s) | run -q --estimate-cycles (s) |"
-    )
-    out.append("|---|---|---|---|---|---|---|")
-    for r in results["overhead"]:
-        out.append(f"| {r['model']} | {r['estimate_cold_ms']:.1f} | {r['estimate_cold_cpu_ms']:.1f} | {r['estimate_warm_ms']:.1f} | "
-                   f"{r['load_average']:.1f} | {r['run_wall_s']:.2f} | {r['run_estimate_wall_s']:.2f} |")  # fmt: skip
+    out.append("| " + " | ".join(C_HEADER) + " |")
+    out.append("|---" * len(C_HEADER) + "|")
+    out.extend("| " + " | ".join(_cells_c(r)) + " |" for r in results["overhead"])
     return "\n".join(out) + "\n"
+
+
+def _cells_c(r: dict) -> list[str]:
+    return [r["model"], r["bytecode"], f"{r['estimate_cold_cpu_ms']:.1f} ({r['estimate_cold_cpu_min_ms']:.1f})",
+            f"{r['in_run_estimate_cpu_ms']:.1f} / {r['in_run_estimate_ms']:.1f}", f"{r['estimate_warm_ms']:.1f}",
+            f"{r['run_cpu_s']:.2f}", f"{r['added_cpu_ms']:.1f}", f"{r['added_wall_ms']:.1f}",
+            "–".join(f"{v:.1f}" for v in r["load_average"])]  # fmt: skip
+
+
+C_HEADER = ("model", "bytecode", "first estimate, CPU ms (min)", "in run: CPU / wall ms", "warm ms",
+            "run -q CPU s", "added CPU ms", "added wall ms", "load average")  # fmt: skip
+
+
+def _table_c(console, c: list[dict]) -> None:
+    from rich.table import Table
+
+    table = Table(*C_HEADER, title="(c) what --estimate-cycles adds (target: < 50 ms)")
+    for r in c:
+        table.add_row(*_cells_c(r))
+    console.print(table)
 
 
 def main() -> None:
@@ -214,7 +320,15 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
+    repeats = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 7
     console = Console(width=160)
+    if "--overhead" in sys.argv:
+        saved = json.loads(RESULTS.read_text())
+        c = overhead_table(repeats)
+        _table_c(console, c)
+        RESULTS.write_text(json.dumps({**saved, "overhead": c}, indent=1) + "\n")
+        console.print(f"saved {RESULTS.relative_to(ROOT)} (overhead)")
+        return
     a = held_out_table()
     table = Table(
         "library",
@@ -248,14 +362,8 @@ def main() -> None:
         table.add_row(r["board"], r["core"], f"{r['clock_mhz']:g}", r["model"], r["program"],
                       f"{r['estimated_ms']:.2f}", f"{r['published_ms']:.2f}", f"{100 * r['error']:+.1f}%")  # fmt: skip
     console.print(table)
-    c = overhead_table()
-    table = Table("model", "estimate cold ms", "cold CPU ms", "warm ms", "load", "run -q s",
-                  "run -q --estimate-cycles s", title="(c) overhead")  # fmt: skip
-    for r in c:
-        table.add_row(r["model"], f"{r['estimate_cold_ms']:.1f}", f"{r['estimate_cold_cpu_ms']:.1f}",
-                      f"{r['estimate_warm_ms']:.1f}", f"{r['load_average']:.1f}", f"{r['run_wall_s']:.2f}",
-                      f"{r['run_estimate_wall_s']:.2f}")  # fmt: skip
-    console.print(table)
+    c = overhead_table(repeats)
+    _table_c(console, c)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"held_out": a, "published": b, "overhead": c}, indent=1) + "\n")
     console.print(f"saved {RESULTS.relative_to(ROOT)}")

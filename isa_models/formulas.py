@@ -16,60 +16,138 @@ No QEMU runs here; an estimate costs microseconds of host time.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
 
-from isa_models import activation, conv, depthwise, elementwise, fully_connected, layout, pooling, softmax
 from isa_models.cost import Cost
 from isa_models.errors import IsaModelError
 from isa_models.formula import Features, Formula
 from isa_models.shapes import Params
 
-#: The formula modules, one per op family (the same names as kernels_py's modules).
-FAMILIES: tuple[ModuleType, ...] = (
-    conv,
-    depthwise,
-    fully_connected,
-    pooling,
-    elementwise,
-    softmax,
-    layout,
-    activation,
+#: The formula modules, one per op family (the same names as kernels_py's modules), by name:
+#: :data:`FAMILIES` imports them all; an estimate imports only those its calls route through.
+FAMILY_NAMES: tuple[str, ...] = (
+    "conv",
+    "depthwise",
+    "fully_connected",
+    "pooling",
+    "elementwise",
+    "softmax",
+    "layout",
+    "activation",
 )
+
+#: Public or leaf CMSIS-NN function → the family module that routes it, written out so that a
+#: call imports its own family only (compiling and building every family costs tens of ms at a
+#: cold start). It must equal what the families' FORMULAS give (each formula's ``public`` and key
+#: function, depthwise leaves routed by depthwise): tests/isa_models/test_cost.py checks it.
+ROUTES: Mapping[str, str] = MappingProxyType(
+    {
+        "arm_avgpool_s8": "pooling",
+        "arm_batch_matmul_s8": "fully_connected",
+        "arm_convolve_1_x_n_s8": "conv",
+        "arm_convolve_1x1_s8": "conv",
+        "arm_convolve_1x1_s8_fast": "conv",
+        "arm_convolve_s8": "conv",
+        "arm_convolve_wrapper_s8": "conv",
+        "arm_depthwise_conv_3x3_s8": "depthwise",
+        "arm_depthwise_conv_s8": "depthwise",
+        "arm_depthwise_conv_s8_opt": "depthwise",
+        "arm_depthwise_conv_wrapper_s8": "depthwise",
+        "arm_elementwise_add_s8": "elementwise",
+        "arm_elementwise_mul_s8": "elementwise",
+        "arm_fully_connected_per_channel_s8": "fully_connected",
+        "arm_fully_connected_s8": "fully_connected",
+        "arm_max_pool_s8": "pooling",
+        "arm_maximum_s8": "elementwise",
+        "arm_minimum_s8": "elementwise",
+        "arm_pad_s8": "layout",
+        "arm_relu6_s8": "activation",
+        "arm_softmax_s8": "softmax",
+        "arm_transpose_conv_s8": "conv",
+        "arm_transpose_conv_wrapper_s8": "conv",
+        "arm_transpose_s8": "layout",
+        "arm_vector_sum_s8": "fully_connected",
+        "refsim_lut_s8": "activation",
+    }
+)
+
+
+#: Declared for readers and type checkers; built by the module ``__getattr__`` below on first use.
+FAMILIES: tuple[ModuleType, ...]
+FORMULAS: Mapping[str, Formula]
 
 
 class CostModelError(IsaModelError):
     """A call the cost model cannot estimate (unknown function, no calibration for the core)."""
 
 
-FORMULAS: Mapping[str, Formula] = MappingProxyType({k: f for m in FAMILIES for k, f in m.FORMULAS.items()})
+_LOADED: dict[str, ModuleType] = {}
 
-#: Public CMSIS-NN function → the family module that routes it.
-_ROUTERS: dict[str, ModuleType] = {}
-for _module in FAMILIES:
-    for _formula in _module.FORMULAS.values():
-        _ROUTERS.setdefault(_formula.public, _module)
-        _ROUTERS.setdefault(_formula.key.split("/")[0], _module)
-# Depthwise leaves are routed by the depthwise module even when called directly.
-for _name in depthwise.FORMULAS:
-    _ROUTERS[_name.split("/")[0]] = depthwise
+
+def family(name: str) -> ModuleType:
+    """The family module ``isa_models.<name>`` (imported on first use)."""
+    module = _LOADED.get(name)
+    if module is None:
+        module = _LOADED[name] = importlib.import_module(f"isa_models.{name}")
+    return module
+
+
+def derived_routes() -> dict[str, str]:
+    """Function → family name as the families' FORMULAS give it (imports every family): what
+    :data:`ROUTES` writes out, and the fallback for a function missing from it."""
+    routes: dict[str, str] = {}
+    for name in FAMILY_NAMES:
+        for formula in family(name).FORMULAS.values():
+            routes.setdefault(formula.public, name)
+            routes.setdefault(formula.key.split("/")[0], name)
+    # Depthwise leaves are routed by the depthwise module even when called directly.
+    for key in family("depthwise").FORMULAS:
+        routes[key.split("/")[0]] = "depthwise"
+    return routes
+
+
+def __getattr__(name: str):
+    """``FAMILIES`` (every family module) and ``FORMULAS`` (every formula by key), built on
+    first access: they import all families, which an estimate does not need (PEP 562)."""
+    if name in globals():
+        return globals()[name]
+    if name == "FAMILIES":
+        value: object = tuple(family(n) for n in FAMILY_NAMES)
+    elif name == "FORMULAS":
+        value = MappingProxyType({k: f for n in FAMILY_NAMES for k, f in family(n).FORMULAS.items()})
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def _router(function: str) -> ModuleType:
+    name = ROUTES.get(function) or derived_routes().get(function)
+    if name is None:
+        raise CostModelError(
+            f"no cost formula for CMSIS-NN function {function!r}; known: {', '.join(known_functions())}"
+        )
+    return family(name)
 
 
 def known_functions() -> tuple[str, ...]:
     """CMSIS-NN functions (public and leaf) the model can estimate."""
-    return tuple(sorted(_ROUTERS))
+    return tuple(sorted(set(ROUTES) | set(derived_routes())))
 
 
 def route(function: str, params: Params, tier: str) -> str:
     """The formula key (``arm_convolve_1x1_s8_fast``, ``arm_depthwise_conv_wrapper_s8/to_conv``,
     ...) that a call of ``function`` runs on ``tier``."""
-    module = _ROUTERS.get(function)
-    if module is None:
-        raise CostModelError(
-            f"no cost formula for CMSIS-NN function {function!r}; known: {', '.join(known_functions())}"
-        )
-    return module.route(function, params, tier)
+    return _router(function).route(function, params, tier)
+
+
+def formula_for(function: str, key: str) -> Formula:
+    """The formula ``key`` that a call of ``function`` was routed to."""
+    formula = _router(function).FORMULAS.get(key)
+    return formula if formula is not None else __getattr__("FORMULAS")[key]
 
 
 @dataclass(frozen=True)
@@ -89,8 +167,13 @@ def describe_call(
 ) -> Call:
     """The routed call with ``library``'s features (default: the real CMSIS-NN's loops) on
     ``core`` (features that depend on the architecture: :attr:`Formula.by_arch`)."""
-    key = route(function, params, tier)
-    formula = FORMULAS[key]
+    return _describe(function, route(function, params, tier), params, tier, library, core)
+
+
+def _describe(
+    function: str, key: str, params: Params, tier: str, library: str | None, core: str | None = None
+) -> Call:
+    formula = formula_for(function, key)
     read, written = formula.bytes(params)
     features = formula.features_for(library, core)(params, tier)
     return Call(function, key, features, formula.macs(params), read, written)
@@ -138,7 +221,7 @@ def estimate_call(
             f"{calibration.library} calibration for {core} has no fit for {key} "
             f"(routed from {function}); regenerate it with `refsim calibrate --cpu {core}`"
         )
-    call = describe_call(function, params, tier, used, core)  # the features of the fitted library's loops
+    call = _describe(function, key, params, tier, used, core)  # the features of the fitted library's loops
     return Cost(
         macs=call.macs,
         instructions=max(fit.evaluate("instructions", call.features), 0.0),
@@ -151,11 +234,16 @@ def estimate_call(
 
 __all__ = [
     "FAMILIES",
+    "FAMILY_NAMES",
     "FORMULAS",
+    "ROUTES",
     "Call",
     "CostModelError",
+    "derived_routes",
     "describe_call",
     "estimate_call",
+    "family",
+    "formula_for",
     "known_functions",
     "route",
 ]

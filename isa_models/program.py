@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from isa_models import layout
 from isa_models.cores import get_core_model
 from isa_models.cost import NO_ESTIMATE, Cost
 from isa_models.formulas import estimate_call
@@ -37,6 +36,8 @@ from isa_models.formulas import estimate_call
 
 @dataclass(frozen=True)
 class KernelWork:
+    """A CMSIS-NN call: function, VECTORS.md params, calls per op and constant bytes read."""
+
     function: str
     params: Mapping[str, int]
     repeat: int = 1
@@ -45,12 +46,16 @@ class KernelWork:
 
 @dataclass(frozen=True)
 class CopyWork:
+    """Bytes a portable layout op copies, in ``runs`` contiguous runs."""
+
     nbytes: int
     runs: int = 1
 
 
 @dataclass(frozen=True)
 class FloatWork:
+    """fp32 operations and elements of a portable float op."""
+
     adds: int = 0
     muls: int = 0
     divs: int = 0
@@ -62,6 +67,8 @@ class FloatWork:
 
 @dataclass(frozen=True)
 class NoEstimate:
+    """Work the model cannot price, and why (shown as "no estimate", never 0)."""
+
     reason: str
 
 
@@ -339,24 +346,14 @@ def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, sys
             total = total + (c.scaled(w.repeat) if w.repeat != 1 else c)
         elif isinstance(w, CopyWork):
             if w.nbytes:
+                from isa_models import layout  # imported only by a program with copies
+
                 total = total + estimate_call(
                     "arm_pad_s8", layout.copy_params(w.nbytes, w.runs), core, library=library
                 )
         elif isinstance(w, FloatWork):
             total = total + _float_cost(w, float_table(core))
     return total
-
-
-@dataclass(frozen=True)
-class OpEstimate:
-    """One KernelCall's estimate: the CMSIS-NN variant (or "portable"), its cost, and why not."""
-
-    index: int
-    name: str
-    variant: str
-    cost: Cost
-    note: str = ""
-    dispatch: Cost = field(default_factory=Cost)
 
 
 __all__ = [
@@ -373,7 +370,6 @@ __all__ = [
     "KernelWork",
     "MeasuredDispatch",
     "NoEstimate",
-    "OpEstimate",
     "OpSetup",
     "Work",
     "cost_of",

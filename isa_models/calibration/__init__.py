@@ -12,20 +12,22 @@
 with records ``{"shape": {params}, "features": {...}, "instructions": int, "cycles": int}``.
 The coefficients are fitted on ``fit`` only (:mod:`isa_models.fit`); ``error`` is measured on
 ``held_out``, shapes the fit never saw. Nothing here runs QEMU: refsim's ``calibrate`` command
-measures and hands the records to :func:`build_document`.
+measures and hands the records to :func:`build_document`, which with :class:`Measurement` and
+:func:`fit_function` lives in :mod:`isa_models.calibration.build` (an estimate only reads files;
+the names are importable from here too).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from isa_models.errors import IsaModelError
-from isa_models.fit import fit_coefficients, predict, relative_errors
 
 CALIBRATION_DIR = Path(__file__).resolve().parent
 FORMAT = "refsim-calibration"
@@ -53,11 +55,16 @@ class FunctionFit:
     error: Mapping[str, Mapping[str, float]]
 
     def evaluate(self, quantity: str, features: Mapping[str, float]) -> float:
-        return predict(self.coefficients[quantity], features)
+        """``Σ_f coefficient_f · feature_f`` (:func:`isa_models.fit.predict`, written out here so
+        that an estimate does not import the fitting code)."""
+        coefficients = self.coefficients[quantity]
+        return float(sum(coefficients.get(k, 0.0) * v for k, v in features.items()))
 
 
 @dataclass(frozen=True)
 class Calibration:
+    """One calibration file: library, core, tier, provenance and the fitted functions."""
+
     library: str
     core: str
     tier: str
@@ -101,11 +108,40 @@ def parse(document: Mapping[str, Any], path: Path | None = None) -> Calibration:
         raise CalibrationError(f"{where}: malformed calibration file ({exc!r})") from None
 
 
+#: A record list as :func:`write` lays one out (``json.dumps(indent=1)``): the key at indent 3 —
+#: a function entry's ``fit`` or ``held_out`` — then its items one per line, deeper. JSON strings
+#: hold no raw newline, so the first ``"\n   ]"`` after the opening is that list's own end.
+_RECORD_LIST = re.compile(r'\n   "(?:fit|held_out)": \[\n')
+
+
+def _without_records(text: str) -> str:
+    """``text`` with every record list of :data:`_RECORD_LIST`'s layout emptied. The records are
+    ~95% of a file and an estimate reads none of them (:func:`parse` keeps the coefficients), so
+    loading decodes a few tens of kB instead of ~460; a file in any other layout is unchanged."""
+    pieces, pos = [], 0
+    while (match := _RECORD_LIST.search(text, pos)) is not None:
+        end = text.find("\n   ]", match.end())
+        if end < 0:
+            return text
+        pieces.append(text[pos : match.end() - 1])
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
 @functools.cache
 def _load_path(path: Path) -> Calibration:
     try:
-        document = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        text = path.read_text()
+    except OSError as exc:
+        raise CalibrationError(f"{path}: cannot read calibration ({exc})") from None
+    try:
+        return parse(json.loads(_without_records(text)), path)
+    except (json.JSONDecodeError, CalibrationError):
+        pass  # not write()'s layout after all: decode the file whole, which names the error
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise CalibrationError(f"{path}: cannot read calibration ({exc})") from None
     return parse(document, path)
 
@@ -125,80 +161,16 @@ def load(core: str, library: str | None = None, *, root: Path | None = None) -> 
     )
 
 
-# --- building a file from measurements --------------------------------------------------------------
+_BUILD = ("Measurement", "build_document", "fit_function")
 
 
-@dataclass(frozen=True)
-class Measurement:
-    """One measured call: its formula key, shape params, features and measured counts."""
+def __getattr__(name: str):
+    """:data:`_BUILD` names from :mod:`isa_models.calibration.build`, imported on first use (PEP 562)."""
+    if name in _BUILD:
+        from isa_models.calibration import build
 
-    key: str
-    shape: Mapping[str, Any]
-    features: Mapping[str, float]
-    instructions: int
-    cycles: int
-    held_out: bool
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "shape": dict(self.shape),
-            "features": {k: v for k, v in self.features.items()},
-            "instructions": int(self.instructions),
-            "cycles": int(self.cycles),
-        }
-
-
-def _error_summary(errors: Sequence[float]) -> dict[str, float]:
-    if not errors:
-        return {"max_abs": 0.0, "mean_abs": 0.0, "count": 0}
-    absolute = [abs(e) for e in errors]
-    return {
-        "max_abs": round(max(absolute), 5),
-        "mean_abs": round(sum(absolute) / len(absolute), 5),
-        "count": len(absolute),
-    }
-
-
-def fit_function(key: str, measurements: Sequence[Measurement]) -> dict[str, Any]:
-    """The ``functions[key]`` entry: coefficients fitted on the non-held-out measurements."""
-    train = [m for m in measurements if not m.held_out]
-    held = [m for m in measurements if m.held_out]
-    if not train:
-        raise CalibrationError(f"{key}: every measurement is held out; nothing to fit")
-    names = sorted({n for m in measurements for n in m.features})
-    coefficients: dict[str, dict[str, float]] = {}
-    error: dict[str, dict[str, float]] = {}
-    for q in QUANTITIES:
-        rows, ys = [m.features for m in train], [float(getattr(m, q)) for m in train]
-        coefficients[q] = {k: round(v, 6) for k, v in fit_coefficients(names, rows, ys).items()}
-        error[q] = _error_summary(
-            relative_errors(coefficients[q], [m.features for m in held], [float(getattr(m, q)) for m in held])
-        )
-        error[q]["fit_max_abs"] = _error_summary(relative_errors(coefficients[q], rows, ys))["max_abs"]
-    return {
-        "features": names,
-        "coefficients": coefficients,
-        "fit": [m.record() for m in train],
-        "held_out": [m.record() for m in held],
-        "error": error,
-    }
-
-
-def build_document(
-    library: str, core: str, tier: str, provenance: Mapping[str, Any], measurements: Sequence[Measurement]
-) -> dict[str, Any]:
-    by_key: dict[str, list[Measurement]] = {}
-    for m in measurements:
-        by_key.setdefault(m.key, []).append(m)
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "library": library,
-        "core": core,
-        "tier": tier,
-        "provenance": dict(provenance),
-        "functions": {key: fit_function(key, ms) for key, ms in sorted(by_key.items())},
-    }
+        return getattr(build, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def write(document: Mapping[str, Any], path: Path) -> None:
@@ -214,10 +186,7 @@ __all__ = [
     "Calibration",
     "CalibrationError",
     "FunctionFit",
-    "Measurement",
     "available",
-    "build_document",
-    "fit_function",
     "load",
     "parse",
     "path_for",

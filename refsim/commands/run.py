@@ -69,9 +69,9 @@ def run(
     method = program.method(method_name)
     estimate = None
     if estimate_cycles:
+        t_est, cpu_est = time.perf_counter(), time.process_time()  # the estimate's imports included
         from refsim.runtime.estimate import estimate_method
 
-        t_est = time.perf_counter()
         if cpu and cpu.lower().startswith("ethos-u"):  # the NPU + its host core (isa_models.ethos_u_program)
             from isa_models.ethos_u_program import estimate_method as estimate_ethos_u
             from refsim.ops.cost import cost_hook
@@ -80,9 +80,10 @@ def run(
         else:
             estimate = estimate_method(program, method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
         estimate_ms = (time.perf_counter() - t_est) * 1e3
+        estimate_cpu_ms = (time.process_time() - cpu_est) * 1e3
         isa = estimate.target.isa
     if isa is None:
-        from refsim.runtime.estimate import exported_tier
+        from refsim.runtime.tier import exported_tier  # no isa_models: a plain run skips the cost model
 
         isa = exported_tier(method) or "mve"
     found = method.divergences(isa)
@@ -139,6 +140,7 @@ def run(
 
         report.update(report_fields(estimate))
         report["estimate_ms"] = round(estimate_ms, 3)
+        report["estimate_cpu_ms"] = round(estimate_cpu_ms, 3)
         report["estimate_rows"] = [
             {"index": r.index, "name": r.name, "variant": r.variant, "macs": r.cost.macs,
              "cycles": round(r.cost.cycles) if r.estimated else None, "note": r.note}

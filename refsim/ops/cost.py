@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from isa_models import layout as layout_formulas
 from isa_models.program import CopyWork, FloatWork, KernelWork, NoEstimate, Work
 from refsim.ops import cortex_m_conv as conv_ops
 from refsim.ops import cortex_m_misc as misc_ops
@@ -150,11 +149,15 @@ def _softmax(a: Args, tier: str) -> list[Work]:
 
 
 def _pad(a: Args, tier: str) -> list[Work]:
+    from isa_models import layout as layout_formulas
+
     shape = _four([a.input.sizes[d] for d in misc_ops._pad_order(a.input)])  # physical order, as the op
     return [KernelWork("arm_pad_s8", layout_formulas.pad_params(shape, tuple(a.pre_pad), tuple(a.post_pad)))]
 
 
 def _transpose(a: Args, tier: str) -> list[Work]:
+    from isa_models import layout as layout_formulas
+
     return [
         KernelWork("arm_transpose_s8", layout_formulas.transpose_params(tuple(a.input.sizes), tuple(a.perm)))
     ]
@@ -169,6 +172,8 @@ def _copy(a: Args, tier: str) -> list[Work]:
 
 def _permute(a: Args, tier: str) -> list[Work]:
     if a.out.dtype.itemsize == 1:  # an int8 permute: the same element gather as arm_transpose_s8
+        from isa_models import layout as layout_formulas
+
         return [
             KernelWork(
                 "arm_transpose_s8", layout_formulas.transpose_params(tuple(a.self.sizes), tuple(a.dims))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from isa_models.cost import Cost
 from refsim.errors import RefsimError
 from refsim.runtime.program import Method, Program
+from refsim.runtime.tier import exported_tier
 
 DEFAULT_CPU = {"scalar": "cortex-m3", "dsp": "cortex-m4", "mve": "cortex-m55"}
 TIER_ORDER = ("scalar", "dsp", "mve")
@@ -33,24 +34,14 @@ class EstimateError(RefsimError):
 
 @dataclass(frozen=True)
 class Target:
+    """The core, tier, system preset and clock an estimate is made for (:func:`resolve_target`)."""
+
     cpu: str
     isa: str
     system: object | None
     clock_mhz: float
     clock_note: str
     exported_for: str | None
-
-
-def exported_tier(method: Method) -> str | None:
-    """The tier the file shows it was exported for, from its linears (see the module docstring)."""
-    seen = None
-    for call in method.calls:
-        if call is None or call.op.name != "cortex_m::quantized_linear.out":
-            continue
-        if call.args.kernel_sum is not None:
-            return "mve"
-        seen = "dsp"
-    return seen
 
 
 def resolve_target(
@@ -88,6 +79,8 @@ def resolve_target(
 
 @dataclass(frozen=True)
 class Row:
+    """One line of the estimate table: a KernelCall, the runtime's dispatch or an application step."""
+
     index: int | None  # the KernelCall's instruction, None for runtime / application rows
     name: str
     variant: str
@@ -101,6 +94,8 @@ class Row:
 
 @dataclass
 class Estimate:
+    """A method's estimate on one target: its rows, their total and the dispatch cost."""
+
     target: Target
     library: str
     rows: list[Row] = field(default_factory=list)
