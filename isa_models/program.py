@@ -63,6 +63,9 @@ class FloatWork:
     elements: int = 0  # values loaded and stored (one each)
     macs: int = 0  # multiply-accumulates among the adds/muls (a float conv or matmul), for reports
     portable: bool = True  # an ExecuTorch portable op (False: the application's own loop)
+    #: The portable kernel (a name in float_ops.json "ops", e.g. "tanh") when it was measured
+    #: whole: priced by its own measurement, the counts above only where the core has none.
+    kernel: str = ""
 
 
 @dataclass(frozen=True)
@@ -116,11 +119,47 @@ FLOAT_DATA = Path(__file__).with_name("float_ops.json")
 
 
 @functools.cache
+def _float_document() -> Mapping:
+    return json.loads(FLOAT_DATA.read_text()) if FLOAT_DATA.is_file() else {}
+
+
+@dataclass(frozen=True)
+class MeasuredFloatKernel:
+    """One portable fp32 kernel measured whole on a core (refsim/qemu/float_probe.py: 1-D
+    tensors of 16/64/256 elements, no broadcasting): ``call + element · n`` for n output elements."""
+
+    call_instructions: float
+    call_cycles: float
+    element_instructions: float
+    element_cycles: float
+
+
+@functools.cache
+def measured_float_kernels() -> Mapping[str, Mapping[str, MeasuredFloatKernel]]:
+    """Per core, per measured portable kernel (float_ops.json "ops"), its own cost line."""
+    data = _float_document()
+    out: dict[str, dict[str, MeasuredFloatKernel]] = {}
+    for core, entry in data.get("cores", {}).items():
+        table = entry["table"]
+        out[core] = {
+            op: MeasuredFloatKernel(
+                call_instructions=float(table["per_call"]["instructions"][op]),
+                call_cycles=float(table["per_call"]["cycles"][op]),
+                element_instructions=float(table["per_element"]["instructions"][op]),
+                element_cycles=float(table["per_element"]["cycles"][op]),
+            )
+            for op in data["ops"]
+            if op in table["per_element"]["cycles"] and op != "mm"  # mm: per MAC, see FloatTable
+        }
+    return out
+
+
+@functools.cache
 def measured_float() -> Mapping[str, FloatTable]:
     """Per core, the measured fp32 table of :data:`FLOAT_DATA` (empty if the file is absent)."""
-    if not FLOAT_DATA.is_file():
+    data = _float_document()
+    if not data:
         return {}
-    data = json.loads(FLOAT_DATA.read_text())
     source = f"fp32 portable kernels measured (ExecuTorch {data['provenance']['executorch'].split(' (')[0]})"
     names = (
         "add",
@@ -312,7 +351,16 @@ def memory_penalty(cost: Cost, weights_bytes: int, system) -> Cost:
     return cost + Cost(cycles=extra, sources=(f"system {system.name}",))
 
 
-def _float_cost(work: FloatWork, t: FloatTable) -> Cost:
+def _float_cost(work: FloatWork, t: FloatTable, core: str) -> Cost:
+    measured = measured_float_kernels().get(core, {}).get(work.kernel) if work.portable else None
+    if measured is not None:
+        return Cost(
+            instructions=measured.call_instructions + measured.element_instructions * work.elements,
+            cycles=measured.call_cycles + measured.element_cycles * work.elements,
+            bytes_read={"sram": 4 * work.elements},
+            bytes_written={"sram": 4 * work.elements},
+            sources=(f"{t.source}: portable {work.kernel} measured whole",),
+        )
     mac = t.add + t.mul if t.mac is None else t.mac
     call, element = 0.0, t.element
     if work.portable:
@@ -352,7 +400,7 @@ def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, sys
                     "arm_pad_s8", layout.copy_params(w.nbytes, w.runs), core, library=library
                 )
         elif isinstance(w, FloatWork):
-            total = total + _float_cost(w, float_table(core))
+            total = total + _float_cost(w, float_table(core), core)
     return total
 
 
@@ -369,6 +417,7 @@ __all__ = [
     "FloatWork",
     "KernelWork",
     "MeasuredDispatch",
+    "MeasuredFloatKernel",
     "NoEstimate",
     "OpSetup",
     "Work",

@@ -187,10 +187,24 @@ def _quantize(a: Args, tier: str) -> list[Work]:
     return [FloatWork(muls=n, adds=2 * n, elements=n)]
 
 
-def _float_elementwise(adds: int = 0, muls: int = 0, divs: int = 0, trans: int = 0) -> CostHook:
+def _float_elementwise(
+    adds: int = 0, muls: int = 0, divs: int = 0, trans: int = 0, kernel: str = ""
+) -> CostHook:
+    """Per output element ``adds``/``muls``/``divs``/``trans`` fp32 operations; ``kernel``: the
+    portable kernel measured whole (isa_models/float_ops.json), which prices it where measured."""
+
     def cost(a: Args, tier: str) -> list[Work]:
         n = _numel(a.out if not isinstance(a.out, tuple | list) else a.out[0])
-        return [FloatWork(adds=adds * n, muls=muls * n, divs=divs * n, transcendentals=trans * n, elements=n)]
+        return [
+            FloatWork(
+                adds=adds * n,
+                muls=muls * n,
+                divs=divs * n,
+                transcendentals=trans * n,
+                elements=n,
+                kernel=kernel,
+            )
+        ]
 
     return cost
 
@@ -245,21 +259,21 @@ _LAYOUT = (
 )  # fmt: skip
 
 _FLOAT: dict[str, CostHook] = {
-    "aten::add.out": _float_elementwise(adds=1),
-    "aten::sub.out": _float_elementwise(adds=1),
-    "aten::mul.out": _float_elementwise(muls=1),
-    "aten::div.out": _float_elementwise(divs=1),
-    "aten::neg.out": _float_elementwise(adds=1),
+    "aten::add.out": _float_elementwise(adds=1, muls=1, kernel="add"),  # a + alpha * b
+    "aten::sub.out": _float_elementwise(adds=1, muls=1, kernel="sub"),
+    "aten::mul.out": _float_elementwise(muls=1, kernel="mul"),
+    "aten::div.out": _float_elementwise(divs=1, kernel="div"),
+    "aten::neg.out": _float_elementwise(kernel="neg"),  # a sign flip: the element move only
     "aten::relu.out": _float_elementwise(adds=1),
     "aten::clamp.out": _float_elementwise(adds=2),
     "aten::hardtanh.out": _float_elementwise(adds=2),
     "aten::hardsigmoid.out": _float_elementwise(adds=3, muls=1),
     "aten::hardswish.out": _float_elementwise(adds=3, muls=2),
-    "aten::exp.out": _float_elementwise(trans=1),
-    "aten::sigmoid.out": _float_elementwise(adds=1, divs=1, trans=1),
-    "aten::tanh.out": _float_elementwise(trans=1),
+    "aten::exp.out": _float_elementwise(trans=1, kernel="exp"),
+    "aten::sigmoid.out": _float_elementwise(adds=1, divs=1, trans=1, kernel="sigmoid"),
+    "aten::tanh.out": _float_elementwise(trans=1, kernel="tanh"),
     "aten::gelu.out": _float_elementwise(adds=2, muls=3, trans=1),
-    "aten::sqrt.out": _float_elementwise(divs=1),
+    "aten::sqrt.out": _float_elementwise(divs=1, kernel="sqrt"),
     "aten::rsqrt.out": _float_elementwise(divs=2),
     "aten::_softmax.out": _float_elementwise(adds=2, divs=1, trans=1),
     "aten::_native_batch_norm_legit_no_training.out": _float_elementwise(adds=1, muls=1),
