@@ -399,17 +399,19 @@ def et_objects(
     build: Path,
     units: Sequence[str] = (),
     extra_includes: Sequence[str] = (),
+    extra_flags: Sequence[str] = (),
 ) -> Objects:
     """ExecuTorch's runtime (:data:`ET_SOURCES`) and ``units`` (more paths under EXECUTORCH_DIR)
     compiled for the core model ``model_name`` into ``build`` (reused when already there);
-    ``extra_includes``: -I flags the units need (CMSIS-NN's Include for the cortex_m ops)."""
+    ``extra_includes``: -I flags the units need (CMSIS-NN's Include for the cortex_m ops);
+    ``extra_flags``: appended to the core's flags (``-Os``: ExecuTorch's size-optimised build)."""
     from isa_models.cores import get_core_model
     from refsim.qemu.timing import qemu_core_for
 
     model = get_core_model(model_name)
     qcore = qemu_core_for(model)
     gxx = _tool("arm-none-eabi-g++")
-    flags = et_flags(qcore.gcc_flags)
+    flags = [*et_flags(qcore.gcc_flags), *extra_flags]
     digest = hashlib.sha256(
         "\0".join([*flags, str(sources.executorch), flatc_version()]).encode()
     ).hexdigest()[:12]
