@@ -312,6 +312,7 @@ def operator_code_lines(op_names: list[str], core: str) -> list[Line]:
     measured = [op for op in ops if op in entry["ops"]]
     lines: list[Line] = []
     if measured:
+        # Indices into the data's function_names; entry["functions"][i] is function i's bytes.
         functions = {
             f for op in measured for f in (*entry["ops"][op]["kernel"], *entry["ops"][op]["wrapper"])
         }

@@ -28,8 +28,9 @@ Both ELFs are linked by refsim/qemu/dispatch_probe.py (ExecuTorch's Release flag
       wrapper = closure(the op's unboxing wrapper) - closure(kernel) - runtime core
       rodata  = kept .rodata*/.data* sections of the op's own source object
 
-The data keeps per op the functions of each set and per core every such function's size, so a
-program's operator code is the union over its ops (code shared by two ops counted once).
+The data keeps per op the functions of each set (indices into one table of mangled names) and
+per core every such function's size, so a program's operator code is the union over its ops
+(code shared by two ops counted once).
 Portable ops are compiled for every dtype (no dtype-selective build).
 """
 
@@ -81,6 +82,7 @@ YAMLS: tuple[str, ...] = (
 UTIL_DIRS: tuple[str, ...] = ("kernels/portable/cpu/util", "kernels/portable/cpu/pattern")
 
 _FLASH = (
+    ".vectors",
     ".text",
     ".rodata",
     ".data",
@@ -177,6 +179,16 @@ def _unsized(elf: Path) -> dict[str, int]:
     return out
 
 
+def _homes(elf: Path, sections: list[Section]) -> dict[str, Section]:
+    """Every defined symbol of ``elf`` -> the kept input section it lies in."""
+    home: dict[str, Section] = {}
+    for name, (address, _) in {**{n: (a, 0) for n, a in _unsized(elf).items()}, **_symbols(elf)}.items():
+        where = _where(sections, address)
+        if where is not None:
+            home[name] = where
+    return home
+
+
 def _where(sections: list[Section], address: int) -> Section | None:
     for s in sections:
         if s.address <= address < s.address + s.size:
@@ -194,11 +206,7 @@ def runtime_core(elf: Path, objects: Sequence[str]) -> tuple[dict, set[str]]:
     objdir = _objdir(objects)
     sections = map_sections(elf.with_name("probe.map"))
     graph = elf_graph(elf)
-    home: dict[str, Section] = {}
-    for name, (address, _) in {**{n: (a, 0) for n, a in _unsized(elf).items()}, **_symbols(elf)}.items():
-        where = _where(sections, address)
-        if where is not None:
-            home[name] = where
+    home = _homes(elf, sections)
     et = [n for n, sec in home.items() if classify(sec, objdir) in ("executorch", "executorch_headers")]
     reached = graph.closure(et)
     used = {home[n].origin for n in reached if n in home and classify(home[n], objdir) == "libraries"}
@@ -310,7 +318,10 @@ def measure(model_name: str, sources: Sources, cmsis_include: Path, models: Path
         where = _where(sections, address)
         if where is not None and where.address == address:
             sizes.setdefault(name, where.size)
-    left_out = core_names | _MARKERS | {f for f in sizes if f.startswith("arm_")}
+    # The board's startup and semihosting (objects in the link's work directory): a literal 0
+    # in a kernel reads as a reference to the vector table at address 0.
+    board = {n for n, sec in _homes(elf, sections).items() if sec.origin.startswith(str(elf.parent))}
+    left_out = core_names | board | _MARKERS | {f for f in sizes if f.startswith("arm_")}
     functions: dict[str, int] = {}
     ops = {}
     for k, op in enumerate(sorted(OPS)):
@@ -413,9 +424,21 @@ def measure_all(
         "closure of ExecuTorch's kernel and of the generated wrapper in a link of every op, minus the "
         "runtime core and the CMSIS-NN stubs"
     )
+    # One table of function names for every core; a core lists each one's bytes (None: not in
+    # its link) and an op its functions by index into the table.
+    names = sorted({f for e in per_core.values() for f in e.get("functions", {})})
+    index = {f: i for i, f in enumerate(names)}
+    for entry in per_core.values():
+        if "functions" not in entry:
+            continue
+        entry["functions"] = [entry["functions"].get(f) for f in names]
+        for o in entry["ops"].values():
+            o["kernel"] = [index[f] for f in o["kernel"]]
+            o["wrapper"] = [index[f] for f in o["wrapper"]]
     return {
         "provenance": prov,
         "published": published,
         "sources": dict(sorted(OPS.items())),
+        "function_names": names,
         "cores": per_core,
     }
