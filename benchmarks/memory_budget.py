@@ -6,7 +6,8 @@
 Per program × core: the RAM lines (planned arena, of it CMSIS-NN scratch and planned I/O, the
 ExecuTorch method and temp allocator pools replayed from Method::load with the probed 32-bit
 struct sizes, the runtime objects) and the flash lines (the .pte, CMSIS-NN kernel code measured
-on kernels_c's harness for the core, ExecuTorch's published runtime-core size). The table prints
+on kernels_c's harness for the core, ExecuTorch's own operator code and runtime core measured on
+ExecuTorch built from source for the core: refsim/memory/executorch_code.json). The table prints
 with rich; the JSON keeps every line with its source.
 """
 
@@ -50,6 +51,7 @@ def main() -> None:
         "objects": "runtime objects (application storage)",
         ".pte": "program (.pte)",
         "kernels": "CMSIS-NN kernel code",
+        "ET ops": "ExecuTorch operator code",
         "runtime": "ExecuTorch runtime core",
     }
     table = Table("model", "cpu", *columns, "RAM", "flash", title="bytes; RAM = arena + pools + objects")

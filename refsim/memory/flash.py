@@ -10,13 +10,20 @@
   from ``arm-none-eabi-nm -S``, the call graph from ``arm-none-eabi-objdump -d`` (branches and
   literal-pool words that point at a function). With ``--kernels-dir`` the same closure runs over
   a user's library (``*.a``/``*.o``), by archive member as the linker pulls them in.
-  ExecuTorch's own operator glue (and its portable ops) is not kernels_c code: named, unmeasured.
-- **runtime**: ExecuTorch's published size of its runtime core for bare-metal Arm, see RUNTIME.
+- **operator code**: ExecuTorch's own code of each operator the program calls (the cortex_m op's
+  C++ around its CMSIS-NN call, a portable or quantized op's kernel) and its generated unboxing
+  wrapper, measured per core on ExecuTorch built from source (refsim/qemu/et_code.py, data in
+  executorch_code.json): the program's line is the union of its ops' functions (shared code
+  counted once); an op not in the data is a "not measured" line naming it.
+- **runtime**: ExecuTorch's runtime core a program needs (Program, Method, tensor parser, memory
+  manager, kernel registry, minimal PAL, BufferDataLoader, the newlib/libgcc code they reach),
+  measured from the same build's linker map; ExecuTorch's published size test (RUNTIME) beside it.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import shutil
 import subprocess
@@ -191,7 +198,6 @@ def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None =
     """Kernel-code lines for the operators ``op_names`` (qualified, with overload) on ``core``."""
     base = sorted({n.rsplit(".", 1)[0] for n in op_names})
     entries = sorted({e for n in base for e in CMSIS_ENTRIES.get(n, ())})
-    glue = [n for n in base if n not in CMSIS_ENTRIES]
     lines: list[Line] = []
     name = "CMSIS-NN kernel code"
     if not entries:
@@ -266,16 +272,129 @@ def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None =
                     part_of=name,
                 )
             )
-    if glue:
+    return lines
+
+
+ET_CODE = Path(__file__).with_name("executorch_code.json")
+
+
+@functools.cache
+def _et_code() -> dict:
+    return json.loads(ET_CODE.read_text())
+
+
+def _et_core(core: str) -> tuple[dict, str] | None:
+    """The data file's entry for ``core`` (following ``same_build_as``) and how it was built."""
+    cores = _et_code()["cores"]
+    if core not in cores:
+        return None
+    entry, built = cores[core], core
+    if "same_build_as" in entry:
+        built = f"{core}, built as {entry['same_build_as']} ({' '.join(entry['gcc_flags'])})"
+        entry = cores[entry["same_build_as"]]
+    return entry, built
+
+
+def _et_basis() -> str:
+    prov = _et_code()["provenance"]
+    return f"ExecuTorch {prov['executorch']}, {prov['compiler']}, -O2 sections + --gc-sections"
+
+
+def operator_code_lines(op_names: list[str], core: str) -> list[Line]:
+    """ExecuTorch's own operator code for ``op_names`` on ``core``: one line for the union of the
+    measured ops' functions, a detail line per op, a "not measured" line per op not in the data."""
+    ops = sorted(set(op_names))
+    name = "ExecuTorch operator code"
+    found = _et_core(core)
+    if found is None:
+        return [Line("flash", name, None, f"not measured: {ET_CODE.name} has no {core}")]
+    entry, built = found
+    measured = [op for op in ops if op in entry["ops"]]
+    lines: list[Line] = []
+    if measured:
+        # Indices into the data's function_names; entry["functions"][i] is function i's bytes.
+        functions = {
+            f for op in measured for f in (*entry["ops"][op]["kernel"], *entry["ops"][op]["wrapper"])
+        }
+        sources = _et_code()["sources"]
+        rodata = {sources[op]: entry["ops"][op]["rodata_bytes"] for op in measured}
         lines.append(
             Line(
                 "flash",
-                "ExecuTorch operator code without CMSIS-NN",
-                None,
-                f"not measured (ExecuTorch C++, not kernels_c): {', '.join(glue)}",
+                name,
+                sum(entry["functions"][f] for f in functions) + sum(rodata.values()),
+                f"measured ({_et_basis()}, for {built}; {ET_CODE.name}): {len(functions)} functions of "
+                f"{len(measured)} ops' kernels (CMSIS-NN calls left out) and generated unboxing wrappers, "
+                "shared code counted once, + their sources' rodata",
             )
         )
+        for op in measured:
+            o = entry["ops"][op]
+            lines.append(
+                Line(
+                    "flash",
+                    op,
+                    o["kernel_bytes"] + o["wrapper_bytes"] + o["rodata_bytes"],
+                    f"kernel {o['kernel_bytes']:,} + unboxing wrapper {o['wrapper_bytes']:,} + rodata "
+                    f"{o['rodata_bytes']:,} (shared code counted in each)",
+                    part_of=name,
+                )
+            )
+    for op in ops:
+        if op not in entry["ops"]:
+            lines.append(
+                Line(
+                    "flash",
+                    f"ExecuTorch operator code: {op}",
+                    None,
+                    f"not measured: {op} is not in {ET_CODE.name}",
+                )
+            )
     return lines
+
+
+def runtime_lines(core: str) -> list[Line]:
+    """ExecuTorch's runtime core on ``core``, measured, with the published size as a comparison."""
+    name = "ExecuTorch runtime core"
+    found = _et_core(core)
+    if found is None:
+        return [Line("flash", name, RUNTIME.bytes, f"{RUNTIME.source}; not measured for {core}")]
+    entry, built = found
+    r = entry["runtime"]
+    return [
+        Line(
+            "flash",
+            name,
+            r["bytes"],
+            f"measured ({_et_basis()}, for {built}; {ET_CODE.name}): kept .text/.rodata/.data of the "
+            "dispatch probe's link (refsim/qemu/et_code.py) without kernels and without the driver",
+        ),
+        Line("flash", "ExecuTorch objects", r["executorch"], "runtime/, schema/ objects", part_of=name),
+        Line(
+            "flash",
+            "ExecuTorch header code",
+            r["executorch_headers"],
+            "ExecuTorch templates/inline code compiled into the application (BufferDataLoader, vtables)",
+            part_of=name,
+        ),
+        Line(
+            "flash",
+            "C/C++ library code it reaches",
+            r["libraries"],
+            f"{r['library_members']} newlib/libgcc members reached from ExecuTorch's code (call graph): "
+            "newlib's printf behind Method::resolve_operator's snprintf (dtoa, malloc), abort's raise/signal, "
+            "memcpy/strcmp, libgcc's double routines",
+            part_of=name,
+        ),
+        Line(
+            "flash",
+            "published figure (comparison)",
+            RUNTIME.bytes,
+            f"{RUNTIME.source}; {_et_code()['published']['config']}; file size of a stripped ELF "
+            f"(this measurement at its -Os on the M55: {_et_code()['published']['measured_here']['runtime']['bytes']:,} B)",
+            part_of=name,
+        ),
+    ]
 
 
 def flash_lines(
@@ -292,5 +411,6 @@ def flash_lines(
         ),
     ]
     lines += kernel_code_lines(op_names, core, kernels_dir)
-    lines.append(Line("flash", "ExecuTorch runtime core", RUNTIME.bytes, RUNTIME.source))
+    lines += operator_code_lines(op_names, core)
+    lines += runtime_lines(core)
     return lines

@@ -31,7 +31,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,11 +169,17 @@ def real_kernel(qualified_name: str) -> str:
     return qualified_name.split("::", 1)[1].replace(".", "_")
 
 
-def kernels_source(schemas: Sequence[str], real: Sequence[str] = ()) -> str:
+def kernels_source(
+    schemas: Sequence[str], real: Sequence[str] = (), external: Mapping[str, tuple[str, str]] | None = None
+) -> str:
     """kernels.cpp: per schema (PyTorch text) a kernel body that only moves the counting window
     and an unboxing wrapper registered under the op's name, then ``rs_probe_register_kernels``.
     An op named in ``real`` calls ExecuTorch's own cortex_m kernel instead (its CMSIS-NN calls
-    are stubs that move the window: :func:`stubs_source`)."""
+    are stubs that move the window: :func:`stubs_source`). An op in ``external`` (qualified name
+    -> (a C++ declaration, the function it declares)) calls that function with the context and
+    the unboxed arguments (refsim/qemu/et_code.py: any ExecuTorch kernel, declared from its
+    object's symbol)."""
+    external = external or {}
     from refsim.ops.schema import parse_schema
 
     bodies, kernels, decls = [], [], []
@@ -185,7 +191,15 @@ def kernels_source(schemas: Sequence[str], real: Sequence[str] = ()) -> str:
         params = ", ".join(f"{cpp} {n}" for (_, cpp, _), n in zip(unboxed, names, strict=True))
         result = f"{_T}Tensor&" if outs else "void"
         ret = f"    return {names[outs[0]]};\n" if outs else ""
-        if schema.qualified_name in real:
+        if schema.qualified_name in external:
+            decl, callee = external[schema.qualified_name]
+            decls.append(decl + "\n")
+            bodies.append(
+                f"// {text}: ExecuTorch's kernel\n"
+                f"__attribute__((noipa)) {result} kernel_{k}(KernelRuntimeContext& context, {params}) {{\n"
+                f"    return {callee}(context, {', '.join(names)});\n}}\n"
+            )
+        elif schema.qualified_name in real:
             fn = real_kernel(schema.qualified_name)
             decls.append(
                 f"namespace cortex_m {{ namespace native {{\n"
@@ -385,17 +399,19 @@ def et_objects(
     build: Path,
     units: Sequence[str] = (),
     extra_includes: Sequence[str] = (),
+    extra_flags: Sequence[str] = (),
 ) -> Objects:
     """ExecuTorch's runtime (:data:`ET_SOURCES`) and ``units`` (more paths under EXECUTORCH_DIR)
     compiled for the core model ``model_name`` into ``build`` (reused when already there);
-    ``extra_includes``: -I flags the units need (CMSIS-NN's Include for the cortex_m ops)."""
+    ``extra_includes``: -I flags the units need (CMSIS-NN's Include for the cortex_m ops);
+    ``extra_flags``: appended to the core's flags (``-Os``: ExecuTorch's size-optimised build)."""
     from isa_models.cores import get_core_model
     from refsim.qemu.timing import qemu_core_for
 
     model = get_core_model(model_name)
     qcore = qemu_core_for(model)
     gxx = _tool("arm-none-eabi-g++")
-    flags = et_flags(qcore.gcc_flags)
+    flags = [*et_flags(qcore.gcc_flags), *extra_flags]
     digest = hashlib.sha256(
         "\0".join([*flags, str(sources.executorch), flatc_version()]).encode()
     ).hexdigest()[:12]
