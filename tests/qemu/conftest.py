@@ -14,3 +14,18 @@ def toolchain() -> None:
     reason = missing_toolchain()
     if reason is not None:
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def timing(toolchain: None) -> None:
+    """Skip without the host compiler (the counting plugin) or llvm-19's llvm-mca and llvm-mc."""
+    from refsim.qemu.counting import find_host_cc
+    from refsim.qemu.errors import ToolchainMissingError
+    from refsim.qemu.mca import MC, MCA, find_tool
+
+    try:
+        find_host_cc()
+        find_tool(MCA)
+        find_tool(MC)
+    except ToolchainMissingError as error:
+        pytest.skip(str(error))

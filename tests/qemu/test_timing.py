@@ -22,8 +22,8 @@ from isa_models.systems import SYSTEMS, get_system
 from refsim.qemu import build
 from refsim.qemu.blocks import Insn, kind_of, listing_of, memory_cycles
 from refsim.qemu.cores import get_core
-from refsim.qemu.counting import count_instructions, find_host_cc
-from refsim.qemu.errors import QemuError, ToolchainMissingError
+from refsim.qemu.counting import count_instructions
+from refsim.qemu.errors import QemuError
 from refsim.qemu.timing import COMPONENTS, qemu_core_for, time_blocks, time_cases, time_elf
 from refsim.qemu.toolchain import find_toolchain
 
@@ -39,19 +39,6 @@ REQUIRED_SYSTEMS = (
     "ek-ra8d1",
     "nucleo-g0b1re",
 )
-
-
-@pytest.fixture(scope="module")
-def timing(toolchain: None) -> None:
-    """Skip without the host compiler (plugin) or llvm-19 (llvm-mca-19, llvm-mc-19)."""
-    try:
-        find_host_cc()
-        from refsim.qemu.mca import MC, MCA, find_tool
-
-        find_tool(MCA)
-        find_tool(MC)
-    except ToolchainMissingError as error:
-        pytest.skip(str(error))
 
 
 # --- tables ---------------------------------------------------------------------------------------
