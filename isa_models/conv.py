@@ -51,7 +51,6 @@ from isa_models.conv_kernels_c import (
     mve_direct,
     transpose_features,
 )
-from isa_models.conv_sweep import sweep
 from isa_models.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Blocking, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
@@ -482,4 +481,4 @@ def route(function: str, p: Params, tier: str) -> str:
 PUBLIC = ("arm_convolve_wrapper_s8", "arm_transpose_conv_wrapper_s8", *FORMULAS)
 
 
-__all__ = ["FAMILY", "FORMULAS", "PUBLIC", "conv_route", "route", "sweep", "transpose_route"]
+__all__ = ["FAMILY", "FORMULAS", "PUBLIC", "conv_route", "route", "transpose_route"]

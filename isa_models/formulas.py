@@ -124,6 +124,13 @@ def __getattr__(name: str):
     return value
 
 
+def sweep(name: str) -> list[tuple[str, dict[str, int]]]:
+    """Family ``name``'s designed calibration sweep, (public function, params) per shape: its
+    module ``isa_models.<name>_sweep``, apart from the formulas so an estimate never compiles
+    the shape tables (``refsim calibrate`` and the tests import it)."""
+    return importlib.import_module(f"isa_models.{name}_sweep").sweep()
+
+
 def _router(function: str) -> ModuleType:
     name = ROUTES.get(function) or derived_routes().get(function)
     if name is None:
@@ -246,4 +253,5 @@ __all__ = [
     "formula_for",
     "known_functions",
     "route",
+    "sweep",
 ]
