@@ -34,6 +34,7 @@ multiply-accumulates per cycle of the best instruction sequence (REFERENCE.md se
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from isa_models.errors import UnknownNameError
 
@@ -67,8 +68,7 @@ class Source:
         assert self.status not in ("confirmed", "corrected") or self.url, (self.document, "no url")
 
 
-@dataclass(frozen=True)
-class CoreModel:
+class CoreModel(NamedTuple):
     """One Cortex-M core: architecture, tier, FPU, the pipeline facts the timing layer adds to
     llvm-mca, and how QEMU runs its code.
 

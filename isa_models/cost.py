@@ -13,8 +13,8 @@ numbers rest on (a calibration file, a rule of thumb), for reports.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 
 def _merge(a: Mapping[str, int], b: Mapping[str, int]) -> Mapping[str, int]:
@@ -28,15 +28,14 @@ def _merge(a: Mapping[str, int], b: Mapping[str, int]) -> Mapping[str, int]:
     return MappingProxyType(out)
 
 
-@dataclass(frozen=True)
-class Cost:
+class Cost(NamedTuple):
     """What one call (or a sum of calls) costs on one core: MACs, instructions, cycles, bytes."""
 
     macs: int = 0
     instructions: float = 0.0
     cycles: float = 0.0
-    bytes_read: Mapping[str, int] = field(default_factory=dict)
-    bytes_written: Mapping[str, int] = field(default_factory=dict)
+    bytes_read: Mapping[str, int] = MappingProxyType({})
+    bytes_written: Mapping[str, int] = MappingProxyType({})
     estimated: bool = True
     sources: tuple[str, ...] = ()
 

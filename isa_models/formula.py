@@ -11,16 +11,15 @@ tails), so each coefficient is "instructions (cycles) per trip of that loop".
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
+from typing import NamedTuple
 
 from isa_models.shapes import Params
 
 Features = Mapping[str, float]
 
 
-@dataclass(frozen=True)
-class Formula:
+class Formula(NamedTuple):
     """One CMSIS-NN function (or routing variant) on one tier.
 
     ``key``: ``<function>`` or ``<function>/<variant>`` as in calibration files; ``public``:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
+from typing import NamedTuple
 
 from isa_models.cost import Cost
 from isa_models.errors import IsaModelError
@@ -157,8 +157,7 @@ def formula_for(function: str, key: str) -> Formula:
     return formula if formula is not None else __getattr__("FORMULAS")[key]
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """A routed call: the public function, the formula key it runs, its features and MACs."""
 
     function: str

@@ -18,6 +18,7 @@ clock and memories); without any, the tier the file shows it was exported for: a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from isa_models.cost import Cost
 from refsim.errors import RefsimError
@@ -32,8 +33,7 @@ class EstimateError(RefsimError):
     """The cost model cannot estimate this program on this target (the message says why)."""
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """The core, tier, system preset and clock an estimate is made for (:func:`resolve_target`)."""
 
     cpu: str
@@ -77,8 +77,7 @@ def resolve_target(
     return Target(core.name, tier, preset, clock, note, exported)
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     """One line of the estimate table: a KernelCall, the runtime's dispatch or an application step."""
 
     index: int | None  # the KernelCall's instruction, None for runtime / application rows
