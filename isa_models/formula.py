@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import partial
+from importlib import import_module
 from typing import NamedTuple
 
 from isa_models.shapes import Params
@@ -56,4 +57,16 @@ class Formula(NamedTuple):
         return sum(coefficients.get(name, 0.0) * x for name, x in features.items())
 
 
-__all__ = ["Features", "Formula"]
+def imported_at_call(module: str, name: str) -> Callable[..., Features]:
+    """The feature function ``module.name``, imported at its first call: another library's own
+    loops (kernels_c's, in ``isa_models.<family>_kernels_c``) that an estimate of the default
+    library never compiles. Keyword arguments (``arch=``) pass through."""
+
+    def features(p: Params, tier: str, **kwargs) -> Features:
+        return getattr(import_module(module), name)(p, tier, **kwargs)
+
+    features.__qualname__ = features.__name__ = f"{module}.{name}"
+    return features
+
+
+__all__ = ["Features", "Formula", "imported_at_call"]
