@@ -211,12 +211,27 @@ class MeasuredDispatch(NamedTuple):
         )
 
 
+def _members(text: str, names: tuple[str, ...]) -> dict:
+    """The top-level members ``names`` of the JSON object ``text``, decoding only their values
+    when the file is laid out as ``json.dumps(indent=1)`` writes it (``\n "name": `` starts each
+    member; dispatch.json's ``programs`` are half the file and the estimate reads none of them);
+    any other layout is decoded whole."""
+    decoder = json.JSONDecoder()
+    out = {}
+    for name in names:
+        start = text.find(f'\n "{name}": ')
+        if start < 0:
+            return json.loads(text)
+        out[name] = decoder.raw_decode(text, start + len(name) + 6)[0]
+    return out
+
+
 @functools.cache
 def measured_dispatch() -> Mapping[str, MeasuredDispatch]:
     """Per core, the measured dispatch of :data:`DISPATCH_DATA` (empty if the file is absent)."""
     if not DISPATCH_DATA.is_file():
         return {}
-    data = json.loads(DISPATCH_DATA.read_text())
+    data = _members(DISPATCH_DATA.read_text(), ("cores", "provenance"))
     source = f"dispatch measured (ExecuTorch {data['provenance']['executorch'].split(' (')[0]})"
     fields = DispatchRate._fields
     return {

@@ -17,7 +17,6 @@ clock and memories); without any, the tier the file shows it was exported for: a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from isa_models.cost import Cost
@@ -91,15 +90,20 @@ class Row(NamedTuple):
         return self.cost.estimated
 
 
-@dataclass
 class Estimate:
-    """A method's estimate on one target: its rows, their total and the dispatch cost."""
+    """A method's estimate on one target: its rows, their total and the dispatch cost (filled by
+    :func:`estimate_method`; a plain class, not a dataclass: it is built once per estimate and a
+    dataclass costs ~1 ms to create at import)."""
 
-    target: Target
-    library: str
-    rows: list[Row] = field(default_factory=list)
-    dispatch: Cost = field(default_factory=Cost)
-    calls: int = 0
+    def __init__(self, target: Target, library: str) -> None:
+        self.target = target
+        self.library = library
+        self.rows: list[Row] = []
+        self.dispatch = Cost()
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        return f"Estimate({self.target!r}, {self.library!r}, rows={len(self.rows)}, calls={self.calls})"
 
     @property
     def total(self) -> Cost:

@@ -127,3 +127,13 @@ def test_every_family_has_its_sweep():
         shapes = formulas.sweep(name)
         assert shapes, name
         assert all(formulas.ROUTES[function] == name for function, _shape in shapes), name
+
+
+def test_dispatch_members_decode_as_the_whole_file(tmp_path: Path):
+    from isa_models import program
+
+    text = program.DISPATCH_DATA.read_text()
+    whole = json.loads(text)
+    assert program._members(text, ("cores", "provenance")) == {k: whole[k] for k in ("cores", "provenance")}
+    compact = json.dumps(whole, separators=(",", ":"))  # another layout: decoded whole
+    assert program._members(compact, ("cores", "provenance")) == whole
