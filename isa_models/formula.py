@@ -8,8 +8,8 @@ counts a kernel's loops run (calls, output pixels, outputs requantized, inner-lo
 tails), so each coefficient is "instructions (cycles) per trip of that loop".
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple compiles every string
+# annotation into a ForwardRef at import (~10 µs a field), which the estimate's cold start pays.
 from collections.abc import Callable, Mapping
 from functools import partial
 from importlib import import_module
