@@ -41,11 +41,4 @@ def route(function: str, p: Params, tier: str) -> str:
     return function
 
 
-_SIZES = (64, 256, 1000, 1024, 4096, 37, 513, 2048, 129, 3000)
-
-
-def sweep() -> list[tuple[str, dict[str, int]]]:
-    return [(fn, {"size": n}) for fn in FORMULAS for n in _SIZES]
-
-
-__all__ = ["FAMILY", "FORMULAS", "route", "sweep"]
+__all__ = ["FAMILY", "FORMULAS", "route"]

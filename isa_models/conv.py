@@ -34,7 +34,7 @@ arm_convolve_s8 builds its columns with a loop trip per (pixel, filter row) and 
 memcpy/memset per (pixel, tap), and widens them to int16 off MVE (``_cmsis_conv_features``);
 its 1xN kernel is that off MVE and three mat-mults on MVE (``_cmsis_1_x_n_features``).
 kernels_c's arm_convolve_s8, 1xN kernel and reverse transpose route count its own im2col
-loops (``_kernels_c_conv_features``, :mod:`isa_models.conv_kernels_c`). A transpose
+loops (:func:`isa_models.conv_kernels_c.conv_features`). A transpose
 convolution (arm_transpose_conv_s8) is costed per library: CMSIS-NN scatters input rows into
 an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per output pixel
 (:func:`isa_models.conv_kernels_c.transpose_features`); each docstring has the features.
@@ -44,18 +44,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa_models.conv_kernels_c import (
-    filter_reversal,
-    im2col_features,
-    mve_column_calls,
-    mve_direct,
-    transpose_features,
-)
-from isa_models.conv_sweep import sweep
-from isa_models.formula import Features, Formula
+from isa_models.formula import Features, Formula, imported_at_call
 from isa_models.shapes import BLOCKING, Blocking, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
-from kernels_py.types import ConvParams, Tile, TransposeConvParams
+from kernels_py.types import ConvParams, TransposeConvParams
 
 FAMILY = "conv"
 
@@ -289,67 +281,6 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     return {**features, **_im2col_calls(q, tier, (s.h, s.w))}
 
 
-def _kernels_c_mve_slots(p: Params) -> int:
-    """Columns kernels_c's MVE engine can stage: the wrapper's scratch over the column length, at
-    most 4 (arm_convolve_s8's size is 4 whole-vector columns; the 1xN kernel's holds one padded
-    edge row, ``rs_convolve_1_x_n_s8_buffer_size_tier``)."""
-    if conv_route(p) != "arm_convolve_1_x_n_s8":
-        return 4
-    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad = tile(p, "stride", 1), tile(p, "padding")
-    depth = f.w * f.c
-    total = (o.w - 1) * s.w + f.w - i.w
-    asym = total % 2
-    right = max(1, ceil_div(pad.w + asym, s.w)) if pad.w + asym else 0
-    left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
-    middle = max(o.w - right - left, 0)
-    if right + middle + left != o.w:
-        return 4
-    size = max(depth + pad.w * f.c, depth - f.c + (right * f.c if asym else pad.w * f.c))
-    return min(4, size // depth)
-
-
-def _kernels_c_conv_features(p: Params, tier: str, reverse: bool = False) -> Features:
-    """kernels_c's arm_convolve_s8 (conv_s8_{scalar,dsp,mve}.c engines): per call, output row,
-    pixel and output; the mat-mult of :func:`_mat_mult` (MVE: 4-column passes with a
-    predicated K tail, the last < 4 columns as one more pass); im2col as
-    :func:`isa_models.conv_kernels_c.im2col_features` runs it. ``reverse``: the transpose-conv
-    wrapper's reverse route, the filter reversed (:func:`~isa_models.conv_kernels_c.filter_reversal`)
-    then this convolution on the input upscaled by the stride (virtually: up = stride 2), padding
-    K−1−pad, stride 1."""
-    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
-    up = (0, 0)
-    extra: dict[str, float] = {}
-    if reverse:
-        up = (int(s.h == 2), int(s.w == 2))
-        pad = Tile(w=f.w - 1 - pad.w, h=f.h - 1 - pad.h)
-        s = d = Tile(w=1, h=1)
-        extra = filter_reversal(f, tier)
-    groups = max(i.c // max(f.c, 1), 1)
-    per_group = max(f.n // groups, 1)
-    pixels = o.n * o.h * o.w
-    depth = f.h * f.w * f.c
-    mat = _mat_mult(tier, pixels, per_group, depth, True)
-    slots = _kernels_c_mve_slots(p) if tier == "mve" and not reverse else 4
-    if slots < 4:  # the 1xN kernel's scratch holds fewer columns: im2col'd columns flush early
-        calls = mve_column_calls(mve_direct(i, f, o, s, pad, d, groups, up), slots)
-        passes = o.n * len(calls) * per_group
-        partial = o.n * sum(n for n in calls if n < 4)
-        mat = {"blocks": float(passes * (depth // 16)), "k_tail": float(passes * (depth % 16 != 0)),
-               "passes": float(passes), "odd_columns": float(partial * per_group * ceil_div(depth, 16)),
-               "odd_channels": 0.0}  # fmt: skip
-    return {
-        "call": 1.0,
-        "out_rows": float(o.n * o.h * groups),
-        "pixels": float(pixels * groups),
-        "outputs": float(pixels * per_group * groups),
-        **im2col_features(i, f, o, s, pad, d, groups, tier, up),
-        **{k: v * groups for k, v in mat.items()},
-        **extra,
-    }
-
-
 def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     """CMSIS-NN's arm_transpose_conv_s8: an int32 row buffer of max(KH, SH) rows of
     ((IW−1)·SW + max(KW, SW)) pixels, filled with the bias (one ``arm_memcpy_s8`` of 4·C_OUT
@@ -404,6 +335,10 @@ def transpose_macs(p: Params) -> int:
     return i.n * i.h * i.w * i.c * f.h * f.w * f.n
 
 
+#: kernels_c's own loops (:mod:`isa_models.conv_kernels_c`), imported only by an estimate of kernels_c.
+_KERNELS_C = "isa_models.conv_kernels_c"
+_KERNELS_C_CONV = imported_at_call(_KERNELS_C, "conv_features")
+
 FORMULAS: dict[str, Formula] = {
     formula.key: formula
     for formula in (
@@ -414,7 +349,7 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "im2col (memcpy/memset per tap) + mat-mult: call, pixels, outputs, blocks, k_tail",
-            library_features=(("kernels_c", _kernels_c_conv_features),),
+            library_features=(("kernels_c", _KERNELS_C_CONV),),
         ),
         Formula(
             "arm_convolve_1x1_s8_fast",
@@ -446,7 +381,7 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "1 x N row convolution: as arm_convolve_s8",
-            library_features=(("kernels_c", _kernels_c_conv_features),),
+            library_features=(("kernels_c", _KERNELS_C_CONV),),
         ),
         Formula(
             "arm_transpose_conv_s8",
@@ -455,7 +390,7 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "row buffer: 4-pixel and single-pixel scatter passes per filter row and tap, requant",
-            library_features=(("kernels_c", transpose_features),),
+            library_features=(("kernels_c", imported_at_call(_KERNELS_C, "transpose_features")),),
         ),
         Formula(
             "arm_transpose_conv_wrapper_s8/reverse_conv",
@@ -464,7 +399,7 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "reversed filter + arm_convolve_s8 on the upscaled input (kernels_c: conv features + upscale)",
-            library_features=(("kernels_c", lambda p, t: _kernels_c_conv_features(p, t, reverse=True)),),
+            library_features=(("kernels_c", imported_at_call(_KERNELS_C, "reverse_conv_features")),),
         ),
     )
 }
@@ -482,4 +417,4 @@ def route(function: str, p: Params, tier: str) -> str:
 PUBLIC = ("arm_convolve_wrapper_s8", "arm_transpose_conv_wrapper_s8", *FORMULAS)
 
 
-__all__ = ["FAMILY", "FORMULAS", "PUBLIC", "conv_route", "route", "sweep", "transpose_route"]
+__all__ = ["FAMILY", "FORMULAS", "PUBLIC", "conv_route", "route", "transpose_route"]

@@ -15,15 +15,19 @@ column slots; ``im2col_cols`` counts the pixels so built.
 The upscaled input of the transpose-conv wrapper's reverse route is virtual: ``up`` (0 or 1 per
 axis, stride 2) makes odd upscaled rows and columns zeros, read as padding. The MVE engine's
 column collection (:func:`mve_column_calls`) and kernels_c's arm_transpose_conv_s8 gather
-(:func:`transpose_features`) are here too: both are kernels_c's loops only.
+(:func:`transpose_features`) are here too, and the convolution's features that use them
+(:func:`conv_features`): all kernels_c's loops only, imported by an estimate of kernels_c alone
+(:func:`isa_models.formula.imported_at_call`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from isa_models import conv
 from isa_models.formula import Features
-from isa_models.shapes import BLOCKING, ByteOps, Params, dims, tile
+from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile
+from kernels_py.types import Tile
 
 
 def head_tail(start: int, n: int, lanes: int) -> int:
@@ -172,11 +176,79 @@ def transpose_features(p: Params, tier: str) -> Features:
             "odd_blocks": float(taps * odd * per), "odd_tail": float(taps * odd * tail)}  # fmt: skip
 
 
+def _mve_slots(p: Params) -> int:
+    """Columns kernels_c's MVE engine can stage: the wrapper's scratch over the column length, at
+    most 4 (arm_convolve_s8's size is 4 whole-vector columns; the 1xN kernel's holds one padded
+    edge row, ``rs_convolve_1_x_n_s8_buffer_size_tier``)."""
+    if conv.conv_route(p) != "arm_convolve_1_x_n_s8":
+        return 4
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    depth = f.w * f.c
+    total = (o.w - 1) * s.w + f.w - i.w
+    asym = total % 2
+    right = max(1, ceil_div(pad.w + asym, s.w)) if pad.w + asym else 0
+    left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
+    middle = max(o.w - right - left, 0)
+    if right + middle + left != o.w:
+        return 4
+    size = max(depth + pad.w * f.c, depth - f.c + (right * f.c if asym else pad.w * f.c))
+    return min(4, size // depth)
+
+
+def conv_features(p: Params, tier: str, reverse: bool = False) -> Features:
+    """kernels_c's arm_convolve_s8 (conv_s8_{scalar,dsp,mve}.c engines): per call, output row,
+    pixel and output; the mat-mult of :func:`isa_models.conv._mat_mult` (MVE: 4-column passes with a
+    predicated K tail, the last < 4 columns as one more pass); im2col as
+    :func:`isa_models.conv_kernels_c.im2col_features` runs it. ``reverse``: the transpose-conv
+    wrapper's reverse route, the filter reversed (:func:`filter_reversal`)
+    then this convolution on the input upscaled by the stride (virtually: up = stride 2), padding
+    K−1−pad, stride 1."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
+    up = (0, 0)
+    extra: dict[str, float] = {}
+    if reverse:
+        up = (int(s.h == 2), int(s.w == 2))
+        pad = Tile(w=f.w - 1 - pad.w, h=f.h - 1 - pad.h)
+        s = d = Tile(w=1, h=1)
+        extra = filter_reversal(f, tier)
+    groups = max(i.c // max(f.c, 1), 1)
+    per_group = max(f.n // groups, 1)
+    pixels = o.n * o.h * o.w
+    depth = f.h * f.w * f.c
+    mat = conv._mat_mult(tier, pixels, per_group, depth, True)
+    slots = _mve_slots(p) if tier == "mve" and not reverse else 4
+    if slots < 4:  # the 1xN kernel's scratch holds fewer columns: im2col'd columns flush early
+        calls = mve_column_calls(mve_direct(i, f, o, s, pad, d, groups, up), slots)
+        passes = o.n * len(calls) * per_group
+        partial = o.n * sum(n for n in calls if n < 4)
+        mat = {"blocks": float(passes * (depth // 16)), "k_tail": float(passes * (depth % 16 != 0)),
+               "passes": float(passes), "odd_columns": float(partial * per_group * ceil_div(depth, 16)),
+               "odd_channels": 0.0}  # fmt: skip
+    return {
+        "call": 1.0,
+        "out_rows": float(o.n * o.h * groups),
+        "pixels": float(pixels * groups),
+        "outputs": float(pixels * per_group * groups),
+        **im2col_features(i, f, o, s, pad, d, groups, tier, up),
+        **{k: v * groups for k, v in mat.items()},
+        **extra,
+    }
+
+
+def reverse_conv_features(p: Params, tier: str) -> Features:
+    """The transpose-conv wrapper's reverse route: :func:`conv_features` with ``reverse``."""
+    return conv_features(p, tier, reverse=True)
+
+
 __all__ = [
+    "conv_features",
     "filter_reversal",
     "head_tail",
     "im2col_features",
     "mve_column_calls",
     "mve_direct",
+    "reverse_conv_features",
     "transpose_features",
 ]

@@ -31,9 +31,10 @@ and the system (isa_models/systems.py) adds memory wait states. Peak MAC/cycle: 
 multiply-accumulates per cycle of the best instruction sequence (REFERENCE.md section 4).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple compiles every string
+# annotation into a ForwardRef at import (~10 µs a field), which the estimate's cold start pays.
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from isa_models.errors import UnknownNameError
 
@@ -67,8 +68,7 @@ class Source:
         assert self.status not in ("confirmed", "corrected") or self.url, (self.document, "no url")
 
 
-@dataclass(frozen=True)
-class CoreModel:
+class CoreModel(NamedTuple):
     """One Cortex-M core: architecture, tier, FPU, the pipeline facts the timing layer adds to
     llvm-mca, and how QEMU runs its code.
 

@@ -10,11 +10,11 @@ so a report can never show a silent zero as if it were measured. ``sources`` nam
 numbers rest on (a calibration file, a rule of thumb), for reports.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple compiles every string
+# annotation into a ForwardRef at import (~10 µs a field), which the estimate's cold start pays.
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 
 def _merge(a: Mapping[str, int], b: Mapping[str, int]) -> Mapping[str, int]:
@@ -28,19 +28,18 @@ def _merge(a: Mapping[str, int], b: Mapping[str, int]) -> Mapping[str, int]:
     return MappingProxyType(out)
 
 
-@dataclass(frozen=True)
-class Cost:
+class Cost(NamedTuple):
     """What one call (or a sum of calls) costs on one core: MACs, instructions, cycles, bytes."""
 
     macs: int = 0
     instructions: float = 0.0
     cycles: float = 0.0
-    bytes_read: Mapping[str, int] = field(default_factory=dict)
-    bytes_written: Mapping[str, int] = field(default_factory=dict)
+    bytes_read: Mapping[str, int] = MappingProxyType({})
+    bytes_written: Mapping[str, int] = MappingProxyType({})
     estimated: bool = True
     sources: tuple[str, ...] = ()
 
-    def __add__(self, other: Cost) -> Cost:
+    def __add__(self, other: "Cost") -> "Cost":
         if not isinstance(other, Cost):
             return NotImplemented
         return Cost(
@@ -53,12 +52,12 @@ class Cost:
             sources=tuple(dict.fromkeys(self.sources + other.sources)),
         )
 
-    def __radd__(self, other: object) -> Cost:
+    def __radd__(self, other: object) -> "Cost":
         if other == 0:  # sum() starts from 0
             return self
         return NotImplemented  # type: ignore[return-value]
 
-    def scaled(self, times: int) -> Cost:
+    def scaled(self, times: int) -> "Cost":
         """``times`` repetitions of this cost (a kernel called once per batch row, ...)."""
         return Cost(
             macs=self.macs * times,

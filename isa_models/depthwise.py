@@ -27,10 +27,8 @@ inside the input — the kernels skip padding — and λ channels per pass from
 
 from __future__ import annotations
 
-import numpy as np
-
 from isa_models import conv as conv_formulas
-from isa_models.formula import Features, Formula
+from isa_models.formula import Features, Formula, imported_at_call
 from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps, value
 from kernels_py import depthwise
 from kernels_py.types import DwConvParams
@@ -199,101 +197,6 @@ def _opt_features(p: Params, tier: str) -> Features:
             "tail_taps": float(pixels * rest * window), **ops.f}  # fmt: skip
 
 
-def _window_counts(size: int, out: int, kernel: int, stride: int, pad: int, dilation: int) -> list[int]:
-    """Per output position, the filter taps inside the input."""
-    return [sum(1 for k in range(kernel) if 0 <= o * stride - pad + k * dilation < size) for o in range(out)]
-
-
-def _kernels_c_ch1_features(p: Params, tier: str) -> Features:
-    """kernels_c's ch_mult 1 loops on DSP (src/depthwise_s8_dsp.c; used for that tier): per pixel and
-    64-channel chunk (chunks; bias and requant passes per output), 4-channel passes that run a
-    straight-line 3x3 when the window is whole (full_blocks), else per valid row a switch
-    unrolled up to 3 taps (row_blocks, tap_blocks; wider rows loop: loop_taps), then the last
-    C mod 4 channels tap by tap (tail_rows, tail_taps)."""
-    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
-    rows = _window_counts(i.h, o.h, f.h, s.h, pad.h, d.h)
-    cols = _window_counts(i.w, o.w, f.w, s.w, pad.w, d.w)
-    can_full = f.w == 3 and d.w == 1
-    full_px = o.n * sum(r == 3 for r in rows) * sum(c == 3 for c in cols) if can_full else 0
-    sum_rows, sum_cols = sum(rows), sum(cols)
-    all_rows, all_taps = o.n * sum_rows * o.w, o.n * sum_rows * sum_cols
-    full_rows, full_taps = 3 * full_px, 9 * full_px
-    wide = sum(c for c in cols if c > 3)
-    quads, rest = o.c // 4, o.c % 4
-    pixels = o.n * o.h * o.w
-    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c),
-            "chunks": float(pixels * ceil_div(o.c, 64)), "full_blocks": float(full_px * quads),
-            "row_blocks": float((all_rows - full_rows) * quads), "tap_blocks": float((all_taps - full_taps) * quads),
-            "loop_taps": float(o.n * sum_rows * wide * quads), "tail_rows": float(all_rows * rest),
-            "tail_taps": float(all_taps * rest)}  # fmt: skip
-
-
-def _kernels_c_ch1_mve_features(p: Params, tier: str) -> Features:
-    """kernels_c's ch_mult 1 loops on MVE (src/depthwise_s8_mve.c ``dw_ch1_mve``): per pixel,
-    ⌊C/8⌋ int16-lane blocks (blocks8: bias, requantize and narrow per block), each over the
-    window's valid rows (row_blocks: a switch unrolled up to 3 taps; wider rows loop:
-    loop_taps) and taps (tap_blocks); then ⌈(C mod 8)/4⌉ predicated int32 passes (tail_passes),
-    each a row loop (tail_rows) of tap loops (tail_taps)."""
-    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
-    rows = _window_counts(i.h, o.h, f.h, s.h, pad.h, d.h)
-    cols = _window_counts(i.w, o.w, f.w, s.w, pad.w, d.w)
-    sum_rows, sum_cols = sum(rows), sum(cols)
-    all_rows, all_taps = o.n * sum_rows * o.w, o.n * sum_rows * sum_cols
-    wide = sum(c for c in cols if c > 3)
-    blocks, tails = o.c // 8, ceil_div(o.c % 8, 4)
-    pixels = o.n * o.h * o.w
-    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c),
-            "blocks8": float(pixels * blocks), "row_blocks": float(all_rows * blocks),
-            "tap_blocks": float(all_taps * blocks), "loop_taps": float(o.n * sum_rows * wide * blocks),
-            "tail_passes": float(pixels * tails), "tail_rows": float(all_rows * tails),
-            "tail_taps": float(all_taps * tails)}  # fmt: skip
-
-
-def _kernels_c_opt_features(p: Params, tier: str) -> Features:
-    """kernels_c's _opt: its ch_mult 1 loops (:func:`_kernels_c_ch1_features`,
-    :func:`_kernels_c_ch1_mve_features` on MVE)."""
-    if tier == "mve":
-        return _kernels_c_ch1_mve_features(p, tier)
-    return _kernels_c_ch1_features(p, tier)
-
-
-def _kernels_c_features(p: Params, tier: str) -> Features:
-    """kernels_c's depthwise: ch_mult 1 as :func:`_features`; ch_mult > 1 per output pixel
-    (scalar/DSP, in chunks of 64 outputs, requantized per chunk) per input channel's run of
-    outputs in the chunk: 4-output passes, then the run's last outputs one by one, each pass
-    over the valid rows and taps (quad_rows/quad_taps, rest_rows/rest_taps; runs, chunks).
-    MVE: 4-lane passes over all outputs and a predicated tail pass, each over the valid rows
-    and taps."""
-    mult = value(p, "ch_mult", 1)
-    if mult == 1:
-        return _kernels_c_opt_features(p, tier)
-    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
-    s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
-    pixels = o.n * o.h * o.w
-    rows_h = valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h)
-    rows = o.n * rows_h * o.w
-    taps = o.n * rows_h * valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w)
-    if tier == "mve":
-        quads, rest, runs, chunks = o.c // 4, int(o.c % 4 != 0), 0, 0
-    else:
-        quads = rest = runs = chunks = 0
-        for c0 in range(0, o.c, 64):
-            chunks += 1
-            c_end = min(c0 + 64, o.c)
-            oc = c0
-            while oc < c_end:
-                run_end = min((oc // mult + 1) * mult, c_end)
-                runs += 1
-                quads += (run_end - oc) // 4
-                rest += (run_end - oc) % 4
-                oc = run_end
-    return {"call": 1.0, "pixels": float(pixels), "outputs": float(pixels * o.c), "chunks": float(pixels * chunks),
-            "runs": float(pixels * runs), "quad_rows": float(rows * quads), "quad_taps": float(taps * quads),
-            "rest_rows": float(rows * rest), "rest_taps": float(taps * rest)}  # fmt: skip
-
-
 def _as_conv(p: Params) -> dict[str, int]:
     """The arm_convolve_wrapper_s8 call a one-channel depthwise becomes (filter [C_OUT, KH, KW, 1])."""
     f = dims(p, "filter_dims")
@@ -313,6 +216,9 @@ def _formula(key: str, doc: str) -> Formula:
     return Formula(key, PUBLIC_WRAPPER, _features, macs, nbytes, doc)
 
 
+#: kernels_c's own loops (:mod:`isa_models.depthwise_kernels_c`), imported only by an estimate of kernels_c.
+_KERNELS_C = "isa_models.depthwise_kernels_c"
+
 FORMULAS: dict[str, Formula] = {
     f.key: f
     for f in (
@@ -323,7 +229,7 @@ FORMULAS: dict[str, Formula] = {
             macs,
             nbytes,
             "generic (any ch_mult, dilation, batch)",
-            library_features=(("kernels_c", _kernels_c_features),),
+            library_features=(("kernels_c", imported_at_call(_KERNELS_C, "features")),),
         ),
         Formula(
             "arm_depthwise_conv_s8_opt",
@@ -332,7 +238,7 @@ FORMULAS: dict[str, Formula] = {
             macs,
             nbytes,
             "ch_mult 1: im2col of the window, channel-parallel MACs",
-            library_features=(("kernels_c", _kernels_c_opt_features),),
+            library_features=(("kernels_c", imported_at_call(_KERNELS_C, "opt_features")),),
         ),
         _formula("arm_depthwise_conv_3x3_s8", "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)"),
         Formula(
@@ -348,108 +254,4 @@ FORMULAS: dict[str, Formula] = {
 }
 
 
-def _shape(x, k, ch_mult=1, stride=(1, 1), padding=None, dilation=(1, 1)) -> dict[str, int]:
-    n, h, w, c = x
-    kh, kw = k
-    out, pads = [], []
-    for size, kk, st, dd, pd in zip((h, w), (kh, kw), stride, dilation, padding or (None, None), strict=True):
-        extent = dd * (kk - 1) + 1
-        if pd is None:
-            o = ceil_div(size, st)
-            pd = max((o - 1) * st + extent - size, 0) // 2
-        else:
-            o = (size + 2 * pd - extent) // st + 1
-        out.append(o)
-        pads.append(pd)
-    oc = c * ch_mult
-    p: dict[str, int] = {"ch_mult": ch_mult}
-    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (1, kh, kw, oc)),
-                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
-        for key, v in zip("nhwc", dd, strict=True):
-            p[f"{name}.{key}"] = v
-    p.update({"stride.h": stride[0], "stride.w": stride[1], "padding.h": pads[0], "padding.w": pads[1]})
-    p.update({"dilation.h": dilation[0], "dilation.w": dilation[1]})
-    return p
-
-
-def sweep() -> list[tuple[str, dict[str, int]]]:
-    """Designed shapes per route: 3x3 (KWS/VWW-like), opt (other windows), generic (ch_mult,
-    dilation, batch) and, for MVE, one-channel inputs that become convolutions."""
-    w = PUBLIC_WRAPPER
-    three = [_shape(x, (3, 3), stride=s) for x, s in (
-        ((1, 25, 5, 64), (1, 1)), ((1, 12, 12, 32), (1, 1)), ((1, 24, 24, 16), (2, 2)), ((1, 10, 10, 13), (1, 1)),
-        ((1, 6, 6, 128), (1, 1)), ((1, 16, 16, 8), (2, 2)), ((1, 8, 8, 36), (1, 1)), ((1, 12, 12, 64), (2, 2)),
-        ((1, 5, 5, 7), (1, 1)), ((1, 20, 20, 24), (1, 1)),
-    )]  # fmt: skip
-    opt = [_shape(x, k, stride=s, padding=pd) for x, k, s, pd in (
-        ((1, 12, 12, 16), (5, 5), (1, 1), None), ((1, 10, 10, 32), (3, 3), (1, 1), (2, 2)),
-        ((1, 16, 16, 12), (2, 2), (2, 2), (0, 0)), ((1, 9, 9, 20), (4, 4), (1, 1), None),
-        ((1, 8, 8, 64), (5, 5), (2, 2), None), ((1, 14, 14, 9), (3, 1), (1, 1), None),
-        ((1, 6, 6, 48), (7, 7), (1, 1), None), ((1, 12, 12, 24), (3, 5), (2, 1), None),
-    )]  # fmt: skip
-    generic = [_shape(x, k, ch_mult=m, stride=s, dilation=d) for x, k, m, s, d in (
-        ((1, 10, 10, 8), (3, 3), 2, (1, 1), (1, 1)), ((1, 8, 8, 4), (3, 3), 4, (1, 1), (1, 1)),
-        ((2, 8, 8, 16), (3, 3), 1, (1, 1), (1, 1)), ((1, 12, 12, 16), (3, 3), 1, (1, 1), (2, 2)),
-        ((1, 9, 9, 6), (5, 5), 3, (2, 2), (1, 1)), ((1, 12, 12, 3), (3, 3), 8, (2, 2), (1, 1)),
-        ((2, 6, 6, 10), (2, 2), 2, (1, 1), (1, 1)), ((1, 16, 8, 12), (3, 3), 2, (1, 2), (1, 1)),
-        # dilated windows (integer divisions per output and dilated axis), ch_mult 1 and more
-        ((1, 10, 10, 8), (3, 3), 1, (1, 1), (1, 2)), ((1, 12, 8, 6), (3, 3), 2, (1, 1), (2, 1)),
-        ((1, 14, 14, 4), (3, 3), 4, (1, 1), (3, 3)), ((1, 9, 12, 10), (2, 3), 1, (2, 1), (2, 2)),
-        ((1, 16, 10, 6), (3, 2), 2, (2, 2), (2, 3)), ((1, 8, 16, 12), (2, 2), 1, (1, 2), (1, 4)),
-        ((1, 11, 11, 5), (3, 3), 3, (1, 1), (2, 2)), ((1, 7, 9, 16), (5, 3), 1, (1, 1), (1, 2)),
-    )]  # fmt: skip
-    three += [
-        _shape(x, (3, 3), stride=st) for x, st in _drawn_dw(21, 14, channels=(4, 8, 13, 16, 32, 64, 96))
-    ]
-    opt += [_shape(x, k, stride=st) for (x, st), k in zip(
-        _drawn_dw(22, 14, channels=(4, 8, 12, 16, 24, 32, 48)), _kernels(23, 14), strict=True)]  # fmt: skip
-    rng = np.random.default_rng(24)
-    for x, st in _drawn_dw(25, 14, channels=(2, 3, 4, 6, 8, 12)):
-        generic.append(_shape(x, (3, 3), ch_mult=int(rng.choice([2, 3, 4, 8])), stride=st))
-    # ch_mult 1 on the generic route (dilated or batched): its loops are not the ch_mult > 1 ones
-    # (kernels_c: the chunked 4/8-channel passes; CMSIS-NN: one output per input channel), so it
-    # needs shapes of its own that vary window width, channel tails and clipping. Appended last,
-    # so the shapes above keep their fit / held-out roles.
-    generic_ch1 = [_shape(x, k, stride=s, dilation=d) for x, k, s, d in (
-        ((1, 10, 10, 12), (3, 1), (1, 1), (2, 1)), ((2, 6, 6, 20), (3, 3), (1, 1), (1, 1)),
-        ((1, 12, 10, 8), (5, 5), (1, 1), (2, 1)), ((1, 9, 9, 13), (3, 3), (2, 2), (2, 2)),
-        ((2, 5, 7, 24), (2, 4), (1, 1), (1, 1)), ((1, 14, 8, 6), (4, 2), (1, 1), (3, 1)),
-        ((1, 8, 12, 32), (1, 3), (1, 2), (1, 2)), ((2, 8, 6, 9), (3, 5), (1, 1), (1, 1)),
-        ((1, 11, 11, 4), (2, 2), (1, 1), (3, 3)), ((1, 10, 14, 18), (3, 4), (2, 1), (1, 2)),
-        ((2, 7, 7, 40), (2, 1), (2, 2), (1, 1)), ((1, 12, 12, 11), (5, 3), (1, 1), (2, 2)),
-    )]  # fmt: skip
-    # More one-channel inputs (MVE: the route to a convolution, 6 shapes were too few to fit the
-    # convolution's features); appended last for the same reason.
-    to_conv_more = [_shape(x, k, ch_mult=m, stride=s, padding=pd) for x, k, m, s, pd in (
-        ((1, 12, 12, 1), (3, 3), 8, (1, 1), None), ((1, 16, 10, 1), (3, 2), 12, (2, 2), None),
-        ((1, 9, 9, 1), (5, 5), 16, (1, 1), (0, 0)), ((1, 20, 8, 1), (4, 3), 6, (1, 1), None),
-        ((1, 10, 14, 1), (2, 2), 40, (2, 2), (0, 0)), ((1, 8, 8, 1), (3, 3), 96, (1, 1), None),
-        ((1, 14, 10, 1), (3, 5), 10, (2, 1), None), ((1, 6, 12, 1), (2, 4), 28, (1, 1), None),
-    )]  # fmt: skip
-    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()] + generic_ch1 + to_conv_more]
-
-
-def _drawn_dw(seed: int, count: int, *, channels) -> list[tuple[tuple[int, int, int, int], tuple[int, int]]]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(count):
-        x = (1, int(rng.choice([5, 6, 8, 10, 12, 16, 24])), int(rng.choice([5, 6, 8, 10, 12, 16])),
-             int(rng.choice(channels)))  # fmt: skip
-        out.append((x, (int(rng.choice([1, 1, 2])),) * 2))
-    return out
-
-
-def _kernels(seed: int, count: int) -> list[tuple[int, int]]:
-    rng = np.random.default_rng(seed)
-    return [(int(rng.choice([2, 4, 5, 7])), int(rng.choice([1, 3, 4, 5]))) for _ in range(count)]
-
-
-def sweep_mve() -> list[tuple[str, dict[str, int]]]:
-    """One-channel inputs with many outputs: the MVE wrapper's route to a convolution."""
-    return [(PUBLIC_WRAPPER, _shape(x, k, ch_mult=m)) for x, k, m in (
-        ((1, 16, 16, 1), (3, 3), 16), ((1, 12, 12, 1), (5, 5), 24), ((1, 20, 10, 1), (3, 3), 32),
-        ((1, 8, 8, 1), (3, 3), 64), ((1, 10, 10, 1), (4, 4), 20), ((1, 14, 14, 1), (3, 3), 48),
-    )]  # fmt: skip
-
-
-__all__ = ["FAMILY", "FORMULAS", "PUBLIC_WRAPPER", "TO_CONV", "macs", "route", "sweep", "sweep_mve"]
+__all__ = ["FAMILY", "FORMULAS", "PUBLIC_WRAPPER", "TO_CONV", "macs", "route"]

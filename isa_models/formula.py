@@ -8,19 +8,19 @@ counts a kernel's loops run (calls, output pixels, outputs requantized, inner-lo
 tails), so each coefficient is "instructions (cycles) per trip of that loop".
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple compiles every string
+# annotation into a ForwardRef at import (~10 µs a field), which the estimate's cold start pays.
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
+from importlib import import_module
+from typing import NamedTuple
 
 from isa_models.shapes import Params
 
 Features = Mapping[str, float]
 
 
-@dataclass(frozen=True)
-class Formula:
+class Formula(NamedTuple):
     """One CMSIS-NN function (or routing variant) on one tier.
 
     ``key``: ``<function>`` or ``<function>/<variant>`` as in calibration files; ``public``:
@@ -57,4 +57,16 @@ class Formula:
         return sum(coefficients.get(name, 0.0) * x for name, x in features.items())
 
 
-__all__ = ["Features", "Formula"]
+def imported_at_call(module: str, name: str) -> Callable[..., Features]:
+    """The feature function ``module.name``, imported at its first call: another library's own
+    loops (kernels_c's, in ``isa_models.<family>_kernels_c``) that an estimate of the default
+    library never compiles. Keyword arguments (``arch=``) pass through."""
+
+    def features(p: Params, tier: str, **kwargs) -> Features:
+        return getattr(import_module(module), name)(p, tier, **kwargs)
+
+    features.__qualname__ = features.__name__ = f"{module}.{name}"
+    return features
+
+
+__all__ = ["Features", "Formula", "imported_at_call"]

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
+from typing import NamedTuple
 
 from isa_models.cost import Cost
 from isa_models.errors import IsaModelError
@@ -124,6 +124,13 @@ def __getattr__(name: str):
     return value
 
 
+def sweep(name: str) -> list[tuple[str, dict[str, int]]]:
+    """Family ``name``'s designed calibration sweep, (public function, params) per shape: its
+    module ``isa_models.<name>_sweep``, apart from the formulas so an estimate never compiles
+    the shape tables (``refsim calibrate`` and the tests import it)."""
+    return importlib.import_module(f"isa_models.{name}_sweep").sweep()
+
+
 def _router(function: str) -> ModuleType:
     name = ROUTES.get(function) or derived_routes().get(function)
     if name is None:
@@ -150,8 +157,7 @@ def formula_for(function: str, key: str) -> Formula:
     return formula if formula is not None else __getattr__("FORMULAS")[key]
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """A routed call: the public function, the formula key it runs, its features and MACs."""
 
     function: str
@@ -246,4 +252,5 @@ __all__ = [
     "formula_for",
     "known_functions",
     "route",
+    "sweep",
 ]

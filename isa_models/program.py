@@ -20,22 +20,21 @@ inference, and the memory-system penalty of :func:`memory_penalty` for a system
 whose weights or code sit in flash.
 """
 
-from __future__ import annotations
-
-import dataclasses
+# No ``from __future__ import annotations`` here: typing.NamedTuple compiles every string
+# annotation into a ForwardRef at import (~10 µs a field), which the estimate's cold start pays.
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import NamedTuple
 
 from isa_models.cores import get_core_model
 from isa_models.cost import NO_ESTIMATE, Cost
 from isa_models.formulas import estimate_call
 
 
-@dataclass(frozen=True)
-class KernelWork:
+class KernelWork(NamedTuple):
     """A CMSIS-NN call: function, VECTORS.md params, calls per op and constant bytes read."""
 
     function: str
@@ -44,16 +43,14 @@ class KernelWork:
     weights_bytes: int = 0  # constant bytes the call reads (for a system with weights in flash)
 
 
-@dataclass(frozen=True)
-class CopyWork:
+class CopyWork(NamedTuple):
     """Bytes a portable layout op copies, in ``runs`` contiguous runs."""
 
     nbytes: int
     runs: int = 1
 
 
-@dataclass(frozen=True)
-class FloatWork:
+class FloatWork(NamedTuple):
     """fp32 operations and elements of a portable float op."""
 
     adds: int = 0
@@ -68,8 +65,7 @@ class FloatWork:
     kernel: str = ""
 
 
-@dataclass(frozen=True)
-class NoEstimate:
+class NoEstimate(NamedTuple):
     """Work the model cannot price, and why (shown as "no estimate", never 0)."""
 
     reason: str
@@ -78,8 +74,7 @@ class NoEstimate:
 Work = KernelWork | CopyWork | FloatWork | NoEstimate
 
 
-@dataclass(frozen=True)
-class FloatTable:
+class FloatTable(NamedTuple):
     """Cycles per fp32 operation (named fields). An application loop (``FloatWork.portable``
     False) of n elements costs ``n · (adds·add + muls·mul + divs·div +
     transcendentals·transcendental + element)``, MACs at ``mac`` each instead of an add and a mul;
@@ -183,8 +178,7 @@ def float_table(core: str) -> FloatTable:
     return measured_float().get(core) or FLOAT_CYCLES[get_core_model(core).fpu]
 
 
-@dataclass(frozen=True)
-class Dispatch:
+class Dispatch(NamedTuple):
     """The old reading-based dispatch (kept for comparison; cores without a measurement fall back
     to it): ExecuTorch's ``Method::execute`` loop and ``execute_instruction`` (~60 instructions),
     the generated wrapper unboxing each argument EValue (~6 per argument), read from method.cpp,
@@ -207,8 +201,7 @@ DISPATCH = READING_BASED
 DISPATCH_DATA = Path(__file__).with_name("dispatch.json")
 
 
-@dataclass(frozen=True)
-class DispatchRate:
+class DispatchRate(NamedTuple):
     """One core's measured dispatch in one unit (instructions or cycles), fitted on per-call
     counting windows of ExecuTorch's runtime built from source and run under QEMU::
 
@@ -229,8 +222,7 @@ class DispatchRate:
         return self.call + self.argument * arguments + self.list * lists + self.list_element * list_elements
 
 
-@dataclass(frozen=True)
-class OpSetup:
+class OpSetup(NamedTuple):
     """A cortex_m op's own code around its CMSIS-NN call (argument checks, building the CMSIS-NN
     structs, the scratch buffer), measured per op."""
 
@@ -238,13 +230,12 @@ class OpSetup:
     cycles: float
 
 
-@dataclass(frozen=True)
-class MeasuredDispatch:
+class MeasuredDispatch(NamedTuple):
     core: str
     instructions: DispatchRate
     cycles: DispatchRate
     source: str
-    setup: Mapping[str, OpSetup] = field(default_factory=dict)
+    setup: Mapping[str, OpSetup] = MappingProxyType({})
 
     def setup_of(self, op: str | None) -> OpSetup | None:
         """The op's measured set-up; another cortex_m op: the mean of the measured ones."""
@@ -259,14 +250,29 @@ class MeasuredDispatch:
         )
 
 
+def _members(text: str, names: tuple[str, ...]) -> dict:
+    """The top-level members ``names`` of the JSON object ``text``, decoding only their values
+    when the file is laid out as ``json.dumps(indent=1)`` writes it (``\n "name": `` starts each
+    member; dispatch.json's ``programs`` are half the file and the estimate reads none of them);
+    any other layout is decoded whole."""
+    decoder = json.JSONDecoder()
+    out = {}
+    for name in names:
+        start = text.find(f'\n "{name}": ')
+        if start < 0:
+            return json.loads(text)
+        out[name] = decoder.raw_decode(text, start + len(name) + 6)[0]
+    return out
+
+
 @functools.cache
 def measured_dispatch() -> Mapping[str, MeasuredDispatch]:
     """Per core, the measured dispatch of :data:`DISPATCH_DATA` (empty if the file is absent)."""
     if not DISPATCH_DATA.is_file():
         return {}
-    data = json.loads(DISPATCH_DATA.read_text())
+    data = _members(DISPATCH_DATA.read_text(), ("cores", "provenance"))
     source = f"dispatch measured (ExecuTorch {data['provenance']['executorch'].split(' (')[0]})"
-    fields = [f.name for f in dataclasses.fields(DispatchRate)]
+    fields = DispatchRate._fields
     return {
         core: MeasuredDispatch(
             core,

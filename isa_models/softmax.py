@@ -76,9 +76,4 @@ def route(function: str, p: Params, tier: str) -> str:
     return function
 
 
-def sweep() -> list[tuple[str, dict[str, int]]]:
-    shapes = ((1, 12), (1, 10), (4, 64), (1, 1000), (8, 256), (2, 33), (16, 16), (1, 2), (3, 100), (1, 512))
-    return [("arm_softmax_s8", {"num_rows": r, "row_size": s}) for r, s in shapes]
-
-
-__all__ = ["FAMILY", "FORMULAS", "route", "sweep"]
+__all__ = ["FAMILY", "FORMULAS", "route"]

@@ -4,7 +4,7 @@ and fit the cost formulas (isa_models), writing ``isa_models/calibration/<librar
     refsim calibrate                                   # kernels_c, every core
     refsim calibrate --kernels-dir ~/CMSIS-NN --library cmsis-nn --cpu cortex-m55
 
-The sweep is the formula modules' own (``isa_models.<family>.sweep()``): shapes chosen per
+The sweep is each formula family's own (``isa_models.<family>_sweep``, :func:`isa_models.formulas.sweep`): shapes chosen per
 routing variant so each feature varies independently, with real MLPerf Tiny layers among them.
 Every fourth shape of each variant is held out: it is measured and stored but never fitted, and
 the file's ``error`` is the formula's relative error on those shapes.
@@ -209,10 +209,10 @@ def sweep_calls(
     from isa_models import formulas
 
     chosen: dict[str, list[tuple[str, dict[str, int]]]] = {}
-    for module in formulas.FAMILIES:
-        for function, shape in module.sweep():
+    for name in formulas.FAMILY_NAMES:
+        for function, shape in formulas.sweep(name):
             key = formulas.route(function, shape, tier)
-            if only and not ({key, key.split("/")[0], function, module.FAMILY} & set(only)):
+            if only and not ({key, key.split("/")[0], function, name} & set(only)):
                 continue
             chosen.setdefault(key, []).append((function, shape))
     rows = []

@@ -17,7 +17,7 @@ clock and memories); without any, the tier the file shows it was exported for: a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from isa_models.cost import Cost
 from refsim.errors import RefsimError
@@ -32,8 +32,7 @@ class EstimateError(RefsimError):
     """The cost model cannot estimate this program on this target (the message says why)."""
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """The core, tier, system preset and clock an estimate is made for (:func:`resolve_target`)."""
 
     cpu: str
@@ -77,8 +76,7 @@ def resolve_target(
     return Target(core.name, tier, preset, clock, note, exported)
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     """One line of the estimate table: a KernelCall, the runtime's dispatch or an application step."""
 
     index: int | None  # the KernelCall's instruction, None for runtime / application rows
@@ -92,15 +90,20 @@ class Row:
         return self.cost.estimated
 
 
-@dataclass
 class Estimate:
-    """A method's estimate on one target: its rows, their total and the dispatch cost."""
+    """A method's estimate on one target: its rows, their total and the dispatch cost (filled by
+    :func:`estimate_method`; a plain class, not a dataclass: it is built once per estimate and a
+    dataclass costs ~1 ms to create at import)."""
 
-    target: Target
-    library: str
-    rows: list[Row] = field(default_factory=list)
-    dispatch: Cost = field(default_factory=Cost)
-    calls: int = 0
+    def __init__(self, target: Target, library: str) -> None:
+        self.target = target
+        self.library = library
+        self.rows: list[Row] = []
+        self.dispatch = Cost()
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        return f"Estimate({self.target!r}, {self.library!r}, rows={len(self.rows)}, calls={self.calls})"
 
     @property
     def total(self) -> Cost:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from isa_models import conv, conv_sweep, depthwise
+from isa_models import conv, conv_sweep, depthwise, depthwise_sweep
 from isa_models.conv_kernels_c import head_tail, im2col_features, mve_column_calls, mve_direct
 from isa_models.shapes import BLOCKING, dims, tile
 
@@ -119,13 +119,13 @@ def test_cmsis_conv_im2col_loops_per_filter_row_and_upscaled_tap():
 
 
 def test_depthwise_generic_loops_per_pixel_and_input_channel():
-    p = depthwise._shape((1, 8, 8, 6), (3, 3), ch_mult=3, dilation=(2, 2))
+    p = depthwise_sweep._shape((1, 8, 8, 6), (3, 3), ch_mult=3, dilation=(2, 2))
     f = depthwise.FORMULAS["arm_depthwise_conv_s8"].features(p, "dsp")
     assert f["in_channels"] == 64 * 6 and f["outputs"] == 64 * 18
 
 
 def test_kernels_c_depthwise_mve_ch1_blocks_and_tails():
-    p = depthwise._shape(
+    p = depthwise_sweep._shape(
         (1, 6, 6, 13), (3, 1), dilation=(2, 1)
     )  # 13 = one 8-lane block + 5 in two 4-lane passes
     f = depthwise.FORMULAS["arm_depthwise_conv_s8"].features_for("kernels_c")(p, "mve")

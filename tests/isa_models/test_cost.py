@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isa_models import conv, conv_sweep, depthwise, elementwise, layout
+from isa_models import conv, conv_sweep, depthwise, depthwise_sweep, elementwise, layout
 from isa_models.cost import NO_ESTIMATE, Cost
 from isa_models.fit import fit_coefficients, nnls, relative_errors
 from isa_models.shapes import ceil_div, valid_taps
@@ -81,10 +81,10 @@ def test_conv_routes_like_kernels_py():
 
 
 def test_depthwise_routes_per_tier():
-    p = depthwise._shape((1, 10, 10, 16), (3, 3))
+    p = depthwise_sweep._shape((1, 10, 10, 16), (3, 3))
     assert depthwise.route(depthwise.PUBLIC_WRAPPER, p, "dsp") == "arm_depthwise_conv_3x3_s8"
     assert depthwise.route(depthwise.PUBLIC_WRAPPER, p, "mve") == "arm_depthwise_conv_s8_opt"
-    one = depthwise._shape((1, 10, 10, 1), (3, 3), ch_mult=16)
+    one = depthwise_sweep._shape((1, 10, 10, 1), (3, 3), ch_mult=16)
     assert depthwise.route(depthwise.PUBLIC_WRAPPER, one, "mve") == depthwise.TO_CONV
     assert depthwise.route(depthwise.PUBLIC_WRAPPER, one, "dsp") == "arm_depthwise_conv_s8"
 

@@ -104,3 +104,36 @@ def test_estimate_imports_only_the_families_it_routes_through():
     families = {m.removeprefix("isa_models.") for m in loaded} & set(formulas.FAMILY_NAMES)
     assert families == {"fully_connected"}, loaded  # AD is linears only
     assert "isa_models.calibration.build" not in loaded
+
+
+def test_estimate_imports_no_sweep_and_no_other_librarys_loops():
+    """The calibration sweeps (``<family>_sweep``) are calibrate's and the tests'; kernels_c's own
+    feature functions (``<family>_kernels_c``) load only when kernels_c is the library estimated."""
+    code = (
+        "from refsim.runtime import Program\nfrom refsim.runtime.estimate import estimate_method\n"
+        f"p = Program.load({str(MODELS_DIR / 'kws.pte')!r})\n"
+        "assert estimate_method(p, p.method('forward'), library={library!r}).cycles_total > 0"
+    )
+    default = _modules_after(code.format(library=None))
+    assert {"isa_models.conv", "isa_models.depthwise"} <= set(default), default
+    assert not [m for m in default if m.endswith(("_sweep", "_kernels_c"))], default
+    kernels_c = _modules_after(code.format(library="kernels_c"))
+    assert {"isa_models.conv_kernels_c", "isa_models.depthwise_kernels_c"} <= set(kernels_c), kernels_c
+    assert not [m for m in kernels_c if m.endswith("_sweep")], kernels_c
+
+
+def test_every_family_has_its_sweep():
+    for name in formulas.FAMILY_NAMES:
+        shapes = formulas.sweep(name)
+        assert shapes, name
+        assert all(formulas.ROUTES[function] == name for function, _shape in shapes), name
+
+
+def test_dispatch_members_decode_as_the_whole_file(tmp_path: Path):
+    from isa_models import program
+
+    text = program.DISPATCH_DATA.read_text()
+    whole = json.loads(text)
+    assert program._members(text, ("cores", "provenance")) == {k: whole[k] for k in ("cores", "provenance")}
+    compact = json.dumps(whole, separators=(",", ":"))  # another layout: decoded whole
+    assert program._members(compact, ("cores", "provenance")) == whole
