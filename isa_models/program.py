@@ -118,8 +118,7 @@ def _float_document() -> Mapping:
     return json.loads(FLOAT_DATA.read_text()) if FLOAT_DATA.is_file() else {}
 
 
-@dataclass(frozen=True)
-class MeasuredFloatKernel:
+class MeasuredFloatKernel(NamedTuple):
     """One portable fp32 kernel measured whole on a core (refsim/qemu/float_probe.py: 1-D
     tensors of 16/64/256 elements, no broadcasting): ``call + element · n`` for n output elements."""
 
