@@ -315,15 +315,24 @@ def _table_c(console, c: list[dict]) -> None:
 
 
 def main() -> None:
-    if "--markdown" in sys.argv:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--markdown", action="store_true", help="print docs/cost-model.md's tables from the saved results"
+    )
+    parser.add_argument("--overhead", action="store_true", help="re-measure (c) only, keep (a) and (b)")
+    parser.add_argument("--repeats", type=int, default=7, help="fresh processes per model and mode in (c)")
+    args = parser.parse_args()
+    if args.markdown:
         print(markdown(json.loads(RESULTS.read_text())))
         return
     from rich.console import Console
     from rich.table import Table
 
-    repeats = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 7
+    repeats = args.repeats
     console = Console(width=160)
-    if "--overhead" in sys.argv:
+    if args.overhead:
         saved = json.loads(RESULTS.read_text())
         c = overhead_table(repeats)
         _table_c(console, c)
