@@ -214,14 +214,18 @@ def _cmsis_conv_features(p: Params, tier: str) -> Features:
         o.n * valid_taps(i.h, o.h, f.h, s.h, pad.h, d.h) * valid_taps(i.w, o.w, f.w, s.w, pad.w, d.w) * f.c
     )
     features["im2col_pad"] = float(columns * depth - copied * groups)  # column bytes in the padding
-    if tier == "dsp":
-        features["widen_blocks"], features["widen_tail"] = (
-            float(columns * (depth // 4)),
-            float(columns * (depth % 4)),
-        )
-    elif tier == "scalar":
-        features["widen_blocks"], features["widen_tail"] = 0.0, float(columns * depth)
+    features.update(_widen(tier, columns, depth))
     return {**features, **_im2col_calls(p, tier)}
+
+
+def _widen(tier: str, columns: int, depth: int) -> Features:
+    """Off MVE each im2col column of ``depth`` int8 is widened to int16: 4 at a time with a
+    tail on DSP (widen_blocks = P·⌊K/4⌋, widen_tail = P·(K mod 4)), one by one on scalar."""
+    if tier == "dsp":
+        return {"widen_blocks": float(columns * (depth // 4)), "widen_tail": float(columns * (depth % 4))}
+    if tier == "scalar":
+        return {"widen_blocks": 0.0, "widen_tail": float(columns * depth)}
+    return {}
 
 
 def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
@@ -268,13 +272,7 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     features = _conv_features(q, tier)
     o = dims(p, "output_dims")
     columns, depth = o.n * o.h * o.w, f.h * f.w * f.c
-    if tier == "dsp":
-        features["widen_blocks"], features["widen_tail"] = (
-            float(columns * (depth // 4)),
-            float(columns * (depth % 4)),
-        )
-    elif tier == "scalar":
-        features["widen_blocks"], features["widen_tail"] = 0.0, float(columns * depth)
+    features.update(_widen(tier, columns, depth))
     rev = ByteOps(tier, skip_empty=False)
     rev.copy(f.c, 0, 0, f.n * f.h * f.w)
     features.update({f"rev_{k}": v for k, v in rev.f.items() if k.startswith("copy") and v})
