@@ -425,16 +425,18 @@ def et_objects(
     for k, rel in enumerate(wanted):
         obj = objdir / (rel.replace("/", "__") + ".o")
         objects.append(str(obj))
-        if not obj.is_file():
-            cmd = [gxx, *flags, *includes, "-c", str(sources.executorch / rel), "-o", str(obj)]
-            pending.append((subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True), rel))
+        if not obj.is_file():  # compiled beside, renamed when done: a killed build leaves no .o
+            part = obj.with_suffix(f".{os.getpid()}.part")
+            cmd = [gxx, *flags, *includes, "-c", str(sources.executorch / rel), "-o", str(part)]
+            pending.append((subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True), rel, part, obj))
         if len(pending) >= 2 or (k == len(wanted) - 1 and pending):
-            for proc, what in pending:
+            for proc, what, part, final in pending:
                 _, err = proc.communicate()
                 if proc.returncode != 0:
                     raise DispatchProbeError(
                         f"dispatch probe: compiling {what} for {model.name} failed:\n{err[:3000]}"
                     )
+                part.replace(final)
             pending = []
     return Objects(qcore, tuple(flags), tuple(includes), tuple(objects))
 
