@@ -31,9 +31,8 @@ refsim/ops/cost.py's counts) predicted per element against its measured slope.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
-
-import numpy as np
 
 from refsim.qemu.dispatch_probe import PROBE_DIR, DispatchProbeError, Sources, _mkdir, et_objects, link_probe
 
@@ -93,14 +92,29 @@ def measure_float(model_name: str, sources: Sources, build: Path) -> dict:
     return out
 
 
-def _line(values: list[int]) -> tuple[float, float]:
-    slope, intercept = np.polyfit(np.array(LENGTHS, dtype=float), np.array(values, dtype=float), 1)
-    return float(slope), float(intercept)
+def _line(values: list[int]) -> tuple[Fraction, Fraction]:
+    """The least-squares line through ``(LENGTHS[i], values[i])``, slope and intercept, exactly.
+
+    In rationals, not ``np.polyfit``: the measurements are integers, so the slopes are dyadic
+    fractions such as 148.5625 that the table rounds to 3 decimals, and a float fit lands a
+    BLAS-dependent ulp either side of the tie (148.562 on one machine, 148.563 on another)."""
+    xs, ys = [Fraction(x) for x in LENGTHS], [Fraction(int(y)) for y in values]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+    return slope, my - slope * mx
+
+
+def _rounded(value: Fraction, digits: int) -> float:
+    """``value`` rounded to ``digits`` decimals, ties to even (Python's ``round`` on a Fraction is
+    exact), as a float."""
+    return float(round(value, digits))
 
 
 def float_table(raw: dict) -> dict:
     """The module docstring's table from :func:`measure_float`'s windows (cycles, and
-    instructions alike), and the portable ops' table-predicted vs measured cycles per element."""
+    instructions alike), and the portable ops' table-predicted vs measured cycles per element.
+    Computed in exact rationals from the integer windows and rounded once, so the same windows
+    give the same table on every machine."""
     out: dict = {"per_element": {}, "per_call": {}}
     for unit in ("cycles", "instructions"):
         lines = {op: _line(w[unit]) for op, w in raw.items()}
@@ -112,18 +126,18 @@ def float_table(raw: dict) -> dict:
             "transcendental": lines["loop_exp"][0] - element,
         }
         pairs = {"add": "add", "mul": "mul", "div": "div", "exp": "transcendental"}
-        overhead = np.mean([lines[op][0] - arith[a] - element for op, a in pairs.items()])
+        overhead = sum(lines[op][0] - arith[a] - element for op, a in pairs.items()) / len(pairs)
         table = {
             "element": element,
             **arith,
             "mac": lines["loop_mac"][0],
-            "portable_element": float(overhead),
+            "portable_element": overhead,
             "portable_mac": lines["mm"][0] / MM_INNER,
-            "call": float(np.mean([lines[op][1] for op in pairs])),
+            "call": sum(lines[op][1] for op in pairs) / len(pairs),
         }
-        out[unit] = {k: round(v, 3) for k, v in table.items()}
-        out["per_element"][unit] = {op: round(line[0], 3) for op, line in lines.items()}
-        out["per_call"][unit] = {op: round(line[1], 1) for op, line in lines.items()}
+        out[unit] = {k: _rounded(v, 3) for k, v in table.items()}
+        out["per_element"][unit] = {op: _rounded(line[0], 3) for op, line in lines.items()}
+        out["per_call"][unit] = {op: _rounded(line[1], 1) for op, line in lines.items()}
     c = out["cycles"]
     counts = {"add": (1, 0, 0, 0), "mul": (0, 1, 0, 0), "div": (0, 0, 1, 0), "exp": (0, 0, 0, 1), **CHECKS}
     out["checks"] = {

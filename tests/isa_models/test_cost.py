@@ -47,6 +47,22 @@ def test_nnls_clamps_at_zero_where_least_squares_goes_negative():
     assert x[0] == pytest.approx(2.0)
 
 
+def test_nnls_path_is_the_same_under_rounding_noise():
+    """Two collinear columns (one a multiple of the other, as features such as ``im2col_cols``
+    and ``tap_rows`` are on a sweep): whichever way rounding tips their gradients, the lower
+    index carries the cost and the other stays 0 — the same coefficients on every machine."""
+    rng = np.random.default_rng(3)
+    rows = [{"call": 1.0, "cols": float(n), "rows": 3.0 * n} for n in rng.integers(1, 500, 12)]
+    measured = [200.0 + 7.0 * r["cols"] for r in rows]
+    for _ in range(50):
+        noisy = [y * (1 + 4e-16 * rng.standard_normal()) for y in measured]
+        got = fit_coefficients(["call", "cols", "rows"], rows, noisy)
+        assert got["rows"] == 0.0
+        assert got["call"] == pytest.approx(200.0, rel=1e-9) and got["cols"] == pytest.approx(7.0, rel=1e-9)
+    swapped = fit_coefficients(["call", "a_rows", "cols"], [{**r, "a_rows": r["rows"]} for r in rows], measured)
+    assert swapped["cols"] == 0.0 and swapped["a_rows"] == pytest.approx(7.0 / 3.0, rel=1e-9)
+
+
 def test_fit_recovers_coefficients_of_a_linear_cost():
     truth = {"call": 500.0, "outputs": 12.0, "blocks": 3.0}
     rows = [

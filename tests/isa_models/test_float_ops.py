@@ -26,8 +26,26 @@ def test_every_core_model_is_measured_with_provenance() -> None:
 
 @pytest.mark.parametrize("core", CORES)
 def test_shipped_table_equals_its_refit(core: str) -> None:
+    """Exactly: float_table fits its lines in rationals from the integer windows and rounds once,
+    so no machine's BLAS enters (a float fit put ties such as 148.5625 an ulp either side)."""
     entry = DATA["cores"][core]
     assert refit(entry["windows"]) == entry["table"]
+
+
+def test_refit_rounds_an_exact_tie_the_same_everywhere_and_sees_one_cycle() -> None:
+    """The test of the test: a slope that is a tie at the stored digit (1/16 cycle per element)
+    rounds half to even, and one cycle more in one window changes the table."""
+    entry = DATA["cores"]["cortex-m3"]
+    windows = json.loads(json.dumps(entry["windows"]))
+    copy = [100 + 7 * (n - LENGTHS[0]) for n in LENGTHS]  # 7 cycles per element
+    windows["loop_copy"]["cycles"] = copy
+    windows["loop_div"]["cycles"] = [
+        c + int(148.5625 * (n - LENGTHS[0])) for c, n in zip(copy, LENGTHS, strict=True)
+    ]
+    assert refit(windows)["cycles"]["div"] == 148.562  # 148.5625 exactly: half to even
+    bumped = json.loads(json.dumps(entry["windows"]))
+    bumped["loop_div"]["cycles"][-1] += 1
+    assert refit(bumped) != entry["table"]
 
 
 @pytest.mark.parametrize("core", CORES)
