@@ -2,6 +2,8 @@
 # `make demo` runs the main job on a bundled model; `make test` passes the tests.
 
 PYTHON ?= python3
+# bash: `make test` reads each suite's exit status through a pipe (PIPESTATUS).
+SHELL  := /bin/bash
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # Debian packages for kernels_c (QEMU runs of the C kernels); installed only when missing.
@@ -72,7 +74,14 @@ demo: venv venv-interop
 	$(VENV)/bin/refsim run build/kws_m55.pte --estimate-cycles --json build/kws_m55_report.json
 	@echo "compile report: build/kws_compile.json, run report: build/kws_m55_report.json"
 
-test: test-main test-interop
+# Both suites run even when the first fails; each log is kept in build/, both pytest summaries
+# are printed again at the end with their sum, and the exit status is non-zero if either failed.
+test: venv venv-interop apt-deps
+	@mkdir -p build; status=0; \
+	$(MAKE) --no-print-directory test-main 2>&1 | tee build/test-main.log; [ "$${PIPESTATUS[0]}" = 0 ] || status=1; \
+	$(MAKE) --no-print-directory test-interop 2>&1 | tee build/test-interop.log; [ "$${PIPESTATUS[0]}" = 0 ] || status=1; \
+	$(PY) tests/summary.py main=build/test-main.log interop=build/test-interop.log || status=1; \
+	exit $$status
 
 test-main: venv apt-deps
 	$(PY) -m ruff check refsim kernels_py isa_models compiler tests benchmarks examples
