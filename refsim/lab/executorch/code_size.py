@@ -4,7 +4,7 @@ the runtime core a program needs, and per operator its kernel and its generated 
     EXECUTORCH_DIR=/tmp/et FLATBUFFERS_DIR=/tmp/fb CMSIS_NN_DIR=/work/ext/cmsis-nn-main \\
         python benchmarks/executorch_code.py --write
 
-Both ELFs are linked by refsim/qemu/dispatch_probe.py (ExecuTorch's Release flags,
+Both ELFs are linked by refsim/lab/executorch/dispatch_probe.py (ExecuTorch's Release flags,
 ``-ffunction-sections -fdata-sections``, ``--gc-sections``, newlib via nosys.specs):
 
 - **runtime ELF** = the dispatch probe over the bundled programs (its driver loads each program
@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from refsim.qemu.dispatch_probe import DispatchProbeError, Sources, _mkdir, _run, _tool
+from refsim.lab.executorch.dispatch_probe import DispatchProbeError, Sources, _mkdir, _run, _tool
 
 #: Operators measured: qualified name -> its ExecuTorch source (relative to EXECUTORCH_DIR).
 OPS: dict[str, str] = {
@@ -277,9 +277,15 @@ def build_operator_elf(
 ) -> tuple[Path, object]:
     """The operator ELF for ``model_name``: every op of :data:`OPS` behind its generated wrapper,
     CMSIS-NN stubbed, no program embedded (it is linked to be measured, not run)."""
+    from refsim.lab.executorch.dispatch_measure import _undefined_arm_symbols, stubs_source
+    from refsim.lab.executorch.dispatch_probe import (
+        PROBE_DIR,
+        blobs_source,
+        et_objects,
+        kernels_source,
+        link_probe,
+    )
     from refsim.ops.registry import lookup
-    from refsim.qemu.dispatch_measure import _undefined_arm_symbols, stubs_source
-    from refsim.qemu.dispatch_probe import PROBE_DIR, blobs_source, et_objects, kernels_source, link_probe
 
     objects = et_objects(model_name, sources, build, op_sources(sources), [f"-I{cmsis_include}"])
     ops = sorted(OPS)
@@ -302,9 +308,9 @@ _MARKERS = frozenset({"rs_kernel_begin", "rs_kernel_end"})
 def measure(model_name: str, sources: Sources, cmsis_include: Path, models: Path, build: Path) -> dict:
     """One core's entry of the data file: the runtime core (:func:`runtime_core`) and per op
     its kernel and wrapper functions (the module docstring's sets), their sizes and its rodata."""
+    from refsim.lab.executorch.dispatch_measure import BUNDLED
+    from refsim.lab.executorch.dispatch_probe import build_probe, et_objects
     from refsim.memory.flash import elf_graph
-    from refsim.qemu.dispatch_measure import BUNDLED
-    from refsim.qemu.dispatch_probe import build_probe, et_objects
 
     runtime_elf = build_probe(model_name, sources, [models / f"{n}.pte" for n in BUNDLED], build)
     runtime, core_names = runtime_core(runtime_elf, et_objects(model_name, sources, build).objects)
@@ -354,7 +360,7 @@ def measure(model_name: str, sources: Sources, cmsis_include: Path, models: Path
 
 
 def _et_flags() -> tuple[str, ...]:
-    from refsim.qemu.dispatch_probe import ET_FLAGS
+    from refsim.lab.executorch.dispatch_probe import ET_FLAGS
 
     return ET_FLAGS
 
@@ -373,8 +379,8 @@ PUBLISHED = {
 def published_config(sources: Sources, models: Path, build: Path) -> dict:
     """The runtime core measured as above on the size test's core and optimisation level
     (cortex-m55, ``-Os``), to tell how much of the gap to :data:`PUBLISHED` the flags make."""
-    from refsim.qemu.dispatch_measure import BUNDLED
-    from refsim.qemu.dispatch_probe import (
+    from refsim.lab.executorch.dispatch_measure import BUNDLED
+    from refsim.lab.executorch.dispatch_probe import (
         PROBE_DIR,
         blobs_source,
         et_objects,
@@ -401,7 +407,7 @@ def measure_all(
     """The data file's content (refsim/memory/executorch_code.json). A core whose gcc flags equal
     an earlier one's (cortex-m85: gcc 12.2 builds it as cortex-m55) names that core instead."""
     from isa_models.cores import get_core_model
-    from refsim.qemu.dispatch_measure import provenance
+    from refsim.lab.executorch.dispatch_measure import provenance
     from refsim.qemu.timing import qemu_core_for
 
     per_core: dict = {}
@@ -420,7 +426,7 @@ def measure_all(
     prov["cmsis_nn_headers"] = str(cmsis_include)
     prov["link"] = "--specs=nosys.specs -nostartfiles -Wl,--gc-sections, kernels_c's board linker script"
     prov["method"] = (
-        "refsim/qemu/et_code.py: runtime core from the dispatch probe's linker map; per op the call-graph "
+        "refsim/lab/executorch/code_size.py: runtime core from the dispatch probe's linker map; per op the call-graph "
         "closure of ExecuTorch's kernel and of the generated wrapper in a link of every op, minus the "
         "runtime core and the CMSIS-NN stubs"
     )

@@ -1,0 +1,11 @@
+"""Probes of ExecuTorch built from source (EXECUTORCH_DIR) for a Cortex-M core.
+
+- :mod:`~refsim.lab.executorch.dispatch_probe`: ExecuTorch's runtime compiled for a core, the
+  generated unboxing wrappers over empty kernels, the probe ELF (C++ driver in ``dispatch_probe/``).
+- :mod:`~refsim.lab.executorch.dispatch_measure`: the programs it runs, the per-call fit
+  (isa_models/dispatch.json) and the cortex_m ops' own set-up.
+- :mod:`~refsim.lab.executorch.float_probe`: the portable fp32 kernels per element
+  (isa_models/float_ops.json).
+- :mod:`~refsim.lab.executorch.code_size`: the flash of the runtime core and of each operator
+  (refsim/memory/executorch_code.json).
+"""
