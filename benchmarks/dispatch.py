@@ -69,8 +69,9 @@ def _print_floats(floats: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from isa_models.program import READING_BASED
+    from refsim.lab.build import LabError
+    from refsim.lab.executorch.build import Sources
     from refsim.lab.executorch.dispatch_measure import CORES, measure_all
-    from refsim.lab.executorch.dispatch_probe import DispatchProbeError, Sources
     from refsim.lab.executorch.float_probe import measure_float_all
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             cmsis_include = Path(cmsis) / "Include" if cmsis else None
             data = measure_all(sources, ROOT / "examples" / "models", build, cores, command, cmsis_include)
             floats = None if args.no_float else measure_float_all(sources, build, cores, command)
-    except DispatchProbeError as error:
+    except LabError as error:
         print(f"refsim: error: {error}", file=sys.stderr)
         return 2
     old = READING_BASED

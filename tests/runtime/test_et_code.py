@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from refsim.lab.executorch.code_size import OPS, map_sections
+from refsim.lab.build import map_sections
+from refsim.lab.executorch.code_size import OPS
 from refsim.lab.executorch.dispatch_measure import CORES
 from refsim.memory.flash import ET_CODE, RUNTIME, operator_code_lines, runtime_lines
 

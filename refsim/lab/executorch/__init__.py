@@ -1,7 +1,9 @@
 """Probes of ExecuTorch built from source (EXECUTORCH_DIR) for a Cortex-M core.
 
-- :mod:`~refsim.lab.executorch.dispatch_probe`: ExecuTorch's runtime compiled for a core, the
-  generated unboxing wrappers over empty kernels, the probe ELF (C++ driver in ``dispatch_probe/``).
+- :mod:`~refsim.lab.executorch.build`: ExecuTorch's runtime and any more of its sources compiled
+  for a core (its Release flags, the flatbuffers schema headers).
+- :mod:`~refsim.lab.executorch.dispatch_probe`: the generated unboxing wrappers over empty
+  kernels and the probe ELF (its C++ driver in ``dispatch_probe/``).
 - :mod:`~refsim.lab.executorch.dispatch_measure`: the programs it runs, the per-call fit
   (isa_models/dispatch.json) and the cortex_m ops' own set-up.
 - :mod:`~refsim.lab.executorch.float_probe`: the portable fp32 kernels per element

@@ -14,84 +14,21 @@ closes one counting window and opens the next. QEMU's counting plugin then gives
 calls, n + 1 windows (main.cpp's docstring); refsim.qemu.timing times each with llvm-mca and the
 TRM rules of the core model, exactly as the kernels are timed.
 
-The ExecuTorch sources are never in refsim: ``EXECUTORCH_DIR`` is a tree extracted from a
-checkout (``git archive <rev> runtime schema extension/data_loader kernels/portable``; write its
-revision to ``EXECUTORCH_DIR/EXECUTORCH_REVISION`` for the provenance), ``FLATBUFFERS_DIR`` a
-flatbuffers tree at ExecuTorch's submodule pin (third-party/flatbuffers: v24.3.25) for the runtime headers;
-Debian's ``flatc`` (2.0.8) generates ``program_generated.h`` with ExecuTorch's flags, minus the
-exact-version static_assert it stamps in (ExecuTorch needs v23+ headers: ``Vector<T, SizeT>``).
+How ExecuTorch is built for the core (EXECUTORCH_DIR, FLATBUFFERS_DIR): refsim/lab/executorch/build.py.
 
 The programs, the windows' fit and the data file: refsim/lab/executorch/dispatch_measure.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from refsim.errors import RefsimError
+from refsim.lab.build import link_probe, mkdir
+from refsim.lab.executorch.build import DispatchProbeError, Sources, et_objects
 
 PROBE_DIR = Path(__file__).with_name("dispatch_probe")
-KERNELS_C = Path(__file__).resolve().parents[3] / "kernels_c"
-
-#: ExecuTorch's Release build of executorch_core (its CMakeLists.txt: -O2, sections, no logging,
-#: no flatbuffer verification; examples/arm's toolchain file: no exceptions, RTTI, unwind tables).
-ET_FLAGS: tuple[str, ...] = (
-    "-mthumb",
-    "-std=c++17",
-    "-O2",
-    "-DNDEBUG",
-    "-ffunction-sections",
-    "-fdata-sections",
-    "-fno-exceptions",
-    "-fno-rtti",
-    "-fno-unwind-tables",
-    "-DET_LOG_ENABLED=0",
-    "-DET_ENABLE_PROGRAM_VERIFICATION=0",
-    "-DC10_USING_CUSTOM_GENERATED_MACROS",
-    "-Wno-psabi",
-)
-
-#: ExecuTorch sources compiled (relative to EXECUTORCH_DIR): executorch_core + the executor.
-ET_SOURCES: tuple[str, ...] = (
-    "runtime/backend/interface.cpp",
-    "runtime/core/evalue.cpp",
-    "runtime/core/exec_aten/util/tensor_shape_to_c_string.cpp",
-    "runtime/core/exec_aten/util/tensor_util_portable.cpp",
-    "runtime/core/portable_type/tensor_impl.cpp",
-    "runtime/core/tag.cpp",
-    "runtime/core/tensor_layout.cpp",
-    "runtime/executor/method.cpp",
-    "runtime/executor/method_meta.cpp",
-    "runtime/executor/program.cpp",
-    "runtime/executor/program_validation.cpp",
-    "runtime/executor/pte_data_map.cpp",
-    "runtime/executor/tensor_parser_exec_aten.cpp",
-    "runtime/executor/tensor_parser_portable.cpp",
-    "runtime/kernel/operator_registry.cpp",
-    "runtime/platform/abort.cpp",
-    "runtime/platform/default/minimal.cpp",
-    "runtime/platform/log.cpp",
-    "runtime/platform/platform.cpp",
-    "runtime/platform/profiler.cpp",
-    "runtime/platform/runtime.cpp",
-    "schema/extended_header.cpp",
-)
-#: Optional in older trees (compiled when present).
-ET_OPTIONAL_SOURCES: tuple[str, ...] = (
-    "runtime/core/device_allocator.cpp",
-    "runtime/core/device_memory_buffer.cpp",
-)
-
-
-class DispatchProbeError(RefsimError):
-    """The dispatch probe cannot be built or run (names the missing tree, tool or step)."""
 
 
 # --- the generated unboxing wrappers ---------------------------------------------------------------
@@ -175,7 +112,7 @@ def kernels_source(
     """kernels.cpp: per schema (PyTorch text) a kernel body that only moves the counting window
     and an unboxing wrapper registered under the op's name, then ``rs_probe_register_kernels``.
     An op named in ``real`` calls ExecuTorch's own cortex_m kernel instead (its CMSIS-NN calls
-    are stubs that move the window: :func:`stubs_source`). An op in ``external`` (qualified name
+    are stubs that move the window: :func:`refsim.lab.build.stubs_source`). An op in ``external`` (qualified name
     -> (a C++ declaration, the function it declares)) calls that function with the context and
     the unboxed arguments (refsim/lab/executorch/code_size.py: any ExecuTorch kernel, declared from its
     object's symbol)."""
@@ -275,227 +212,19 @@ def blobs_source(paths: Sequence[Path]) -> str:
     return "".join(out)
 
 
-# --- the build -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Sources:
-    """Where the external sources are: an ExecuTorch tree and flatbuffers' headers."""
-
-    executorch: Path
-    flatbuffers_include: Path
-
-    @classmethod
-    def from_environment(cls) -> Sources:
-        et = os.environ.get("EXECUTORCH_DIR")
-        if not et:
-            raise DispatchProbeError(
-                "dispatch probe: set EXECUTORCH_DIR to an ExecuTorch source tree (git archive <rev> "
-                "runtime schema extension/data_loader kernels/portable | tar -x -C DIR)"
-            )
-        fb = os.environ.get("FLATBUFFERS_DIR")
-        if not fb:
-            raise DispatchProbeError(
-                "dispatch probe: set FLATBUFFERS_DIR to a flatbuffers tree at ExecuTorch's submodule "
-                "pin (git archive v24.3.25 include)"
-            )
-        sources = cls(Path(et).resolve(), Path(fb).resolve() / "include")
-        for path in (
-            sources.executorch / "runtime/executor/method.cpp",
-            sources.executorch / "schema/program.fbs",
-        ):
-            if not path.is_file():
-                raise DispatchProbeError(
-                    f"dispatch probe: EXECUTORCH_DIR has no {path.relative_to(sources.executorch)}"
-                )
-        if not (sources.flatbuffers_include / "flatbuffers/flatbuffers.h").is_file():
-            raise DispatchProbeError(
-                f"dispatch probe: {sources.flatbuffers_include} has no flatbuffers/flatbuffers.h"
-            )
-        return sources
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        raise DispatchProbeError(f"dispatch probe: {name} not found on PATH")
-    return found
-
-
-def _run(command: list[str], what: str, cwd: Path | None = None) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd)
-    if done.returncode != 0:
-        raise DispatchProbeError(
-            f"dispatch probe: {what} failed (exit {done.returncode}):\n{done.stderr.strip()[:3000]}"
-        )
-    return done.stdout
-
-
-def flatc_version() -> str:
-    return _run([_tool("flatc"), "--version"], "flatc --version").strip()
-
-
-def flatbuffers_version(sources: Sources) -> str:
-    """The runtime headers' version (FLATBUFFERS_VERSION_* in flatbuffers/base.h)."""
-    text = (sources.flatbuffers_include / "flatbuffers" / "base.h").read_text()
-    parts = [
-        re.search(rf"#define FLATBUFFERS_VERSION_{p} (\d+)", text) for p in ("MAJOR", "MINOR", "REVISION")
-    ]
-    return ".".join(m.group(1) if m else "?" for m in parts)
-
-
-def _generate_schema(sources: Sources, out: Path) -> None:
-    """program_generated.h / scalar_type_generated.h with ExecuTorch's flatc flags (schema/CMakeLists.txt)."""
-    target = out / "executorch" / "schema"
-    target.mkdir(parents=True, exist_ok=True)
-    schema = sources.executorch / "schema"
-    _run(
-        [_tool("flatc"), "--cpp", "--cpp-std", "c++11", "--gen-mutable", "--scoped-enums", "-o", str(target),
-         str(schema / "program.fbs"), str(schema / "scalar_type.fbs")],
-        "flatc on schema/program.fbs",
-    )  # fmt: skip
-    for header in target.glob("*_generated.h"):
-        # flatc pins the exact runtime version it came from; ExecuTorch needs the newer runtime
-        # headers (Vector<T, SizeT>), whose API the generated accessors use unchanged.
-        text = header.read_text()
-        header.write_text(
-            re.sub(r"static_assert\(FLATBUFFERS_VERSION_MAJOR[^;]*;", "", text, count=1, flags=re.S)
-        )
-
-
-def _includes(sources: Sources, build: Path) -> list[str]:
-    root = build / "include"
-    link = root / "executorch"
-    if not link.exists():
-        root.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(sources.executorch, target_is_directory=True)
-    return [
-        f"-I{build / 'generated'}",
-        f"-I{root}",
-        f"-I{sources.executorch / 'runtime/core/portable_type/c10'}",
-        f"-I{sources.flatbuffers_include}",
-        f"-I{KERNELS_C / 'boards'}",
-    ]
-
-
-def et_flags(gcc_flags: Sequence[str]) -> list[str]:
-    """The C++ flags of one core: its -mcpu/-mfpu/-mfloat-abi then :data:`ET_FLAGS`."""
-    return [*gcc_flags, *ET_FLAGS]
-
-
-@dataclass(frozen=True)
-class Objects:
-    """ExecuTorch compiled for one core: the QEMU core, the C++ flags and includes, the objects."""
-
-    qcore: object  # refsim.qemu.cores.Core
-    flags: tuple[str, ...]
-    includes: tuple[str, ...]
-    objects: tuple[str, ...]
-
-
-def et_objects(
-    model_name: str,
-    sources: Sources,
-    build: Path,
-    units: Sequence[str] = (),
-    extra_includes: Sequence[str] = (),
-    extra_flags: Sequence[str] = (),
-) -> Objects:
-    """ExecuTorch's runtime (:data:`ET_SOURCES`) and ``units`` (more paths under EXECUTORCH_DIR)
-    compiled for the core model ``model_name`` into ``build`` (reused when already there);
-    ``extra_includes``: -I flags the units need (CMSIS-NN's Include for the cortex_m ops);
-    ``extra_flags``: appended to the core's flags (``-Os``: ExecuTorch's size-optimised build)."""
-    from isa_models.cores import get_core_model
-    from refsim.qemu.timing import qemu_core_for
-
-    model = get_core_model(model_name)
-    qcore = qemu_core_for(model)
-    gxx = _tool("arm-none-eabi-g++")
-    flags = [*et_flags(qcore.gcc_flags), *extra_flags]
-    digest = hashlib.sha256(
-        "\0".join([*flags, str(sources.executorch), flatc_version()]).encode()
-    ).hexdigest()[:12]
-    objdir = build / f"et-{model.name}-{digest}"
-    objdir.mkdir(parents=True, exist_ok=True)
-    if not (build / "generated/executorch/schema/program_generated.h").is_file():
-        _generate_schema(sources, build / "generated")
-    includes = [*_includes(sources, build), *extra_includes]
-    wanted = [*ET_SOURCES, *(s for s in ET_OPTIONAL_SOURCES if (sources.executorch / s).is_file()), *units]
-    objects, pending = [], []
-    for k, rel in enumerate(wanted):
-        obj = objdir / (rel.replace("/", "__") + ".o")
-        objects.append(str(obj))
-        if not obj.is_file():  # compiled beside, renamed when done: a killed build leaves no .o
-            part = obj.with_suffix(f".{os.getpid()}.part")
-            cmd = [gxx, *flags, *includes, "-c", str(sources.executorch / rel), "-o", str(part)]
-            pending.append((subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True), rel, part, obj))
-        if len(pending) >= 2 or (k == len(wanted) - 1 and pending):
-            for proc, what, part, final in pending:
-                _, err = proc.communicate()
-                if proc.returncode != 0:
-                    raise DispatchProbeError(
-                        f"dispatch probe: compiling {what} for {model.name} failed:\n{err[:3000]}"
-                    )
-                part.replace(final)
-            pending = []
-    return Objects(qcore, tuple(flags), tuple(includes), tuple(objects))
-
-
-def link_probe(objects: Objects, work: Path, inputs: Sequence[Path], *, bulk_section: str = "") -> Path:
-    """``work/probe.elf``: ``inputs`` (C++ and assembly) with the ExecuTorch objects, the boards'
-    startup and semihosting, on the board's linker script (``bulk_section``: an input section
-    placed in the bulk region)."""
-    from refsim.qemu import build as qbuild
-
-    qcore = objects.qcore
-    gxx = _tool("arm-none-eabi-g++")
-    work.mkdir(parents=True, exist_ok=True)
-    template = qbuild.KERNELS_C / qbuild.LINKER_TEMPLATE
-    script = work / "link.ld"
-    _run(
-        [gxx, "-E", "-P", "-x", "c", *qbuild._memory_defines(qcore), str(template), "-o", str(script)],
-        "linker script",
-    )
-    if bulk_section:
-        text = script.read_text()
-        section = f"{bulk_section} : {{ KEEP(*({bulk_section})) }} > BULK\n    /DISCARD/"
-        script.write_text(text.replace("/DISCARD/", section, 1))
-    board = qbuild.get_core(qcore.name)
-    cflags = [*qcore.gcc_flags, "-mthumb", "-O2", "-std=c11", f"-I{KERNELS_C / 'boards'}"]
-    c_objects = []
-    for name, flags_for in (("startup.c", qbuild._cflags(board)), ("semihost.c", cflags)):
-        obj = work / (name + ".o")
-        _run(
-            [gxx.replace("g++", "gcc"), *flags_for, "-c", str(KERNELS_C / "boards" / name), "-o", str(obj)],
-            name,
-        )
-        c_objects.append(str(obj))
-    elf = work / "probe.elf"
-    # nosys: newlib's abort/sbrk pulled in by the PAL are never called; ``end`` for its sbrk.
-    _run(
-        [gxx, *objects.flags, *objects.includes, *map(str, inputs), *objects.objects, *c_objects,
-         "--specs=nosys.specs", "-Wl,--defsym=end=__bss_end", "-nostartfiles", "-T", str(script),
-         "-Wl,--gc-sections", f"-Wl,-Map={work / 'probe.map'}", "-o", str(elf)],
-        f"linking {work.name}",
-    )  # fmt: skip
-    return elf
+# --- the probe --------------------------------------------------------------------------------------
 
 
 def build_probe(model_name: str, sources: Sources, programs: Sequence[Path], build: Path) -> Path:
     """The dispatch probe ELF for the core model ``model_name`` (cortex-m0plus .. cortex-m85),
     built in ``build`` (ExecuTorch objects reused from an earlier call with the same flags)."""
     objects = et_objects(model_name, sources, build)
-    work = _mkdir(build / f"probe-{model_name}")
+    work = mkdir(build / f"probe-{model_name}")
     (work / "kernels.cpp").write_text(kernels_source(program_schemas(programs)))
     (work / "blobs.S").write_text(blobs_source([p.resolve() for p in programs]))
     # The programs go to the bulk region (the M55 board's code region is too small for them).
     inputs = [PROBE_DIR / "main.cpp", work / "kernels.cpp", work / "blobs.S"]
     return link_probe(objects, work, inputs, bulk_section=".rs_programs")
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def program_schemas(programs: Sequence[Path]) -> list[str]:
