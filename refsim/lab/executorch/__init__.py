@@ -1,4 +1,4 @@
-"""Probes of ExecuTorch built from source (EXECUTORCH_DIR) for a Cortex-M core.
+"""Probes of ExecuTorch built from source (EXECUTORCH_DIR) for a Cortex-M core, and of its headers.
 
 - :mod:`~refsim.lab.executorch.build`: ExecuTorch's runtime and any more of its sources compiled
   for a core (its Release flags, the flatbuffers schema headers).
@@ -10,4 +10,6 @@
   (isa_models/float_ops.json).
 - :mod:`~refsim.lab.executorch.code_size`: the flash of the runtime core and of each operator
   (refsim/memory/executorch_code.json).
+- :mod:`~refsim.lab.executorch.sizeof_probe`: the 32-bit sizes of the runtime structs, from the
+  executorch wheel's headers compiled with arm-none-eabi-g++ (refsim/memory/runtime_sizes.json).
 """
