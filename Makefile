@@ -11,7 +11,7 @@ PY     := $(VENV)/bin/python
 # gcc (host) builds the QEMU instruction-counting plugin; llvm-19 gives llvm-mca-19 and llvm-mc-19,
 # which time each executed block for the instruction-timed cycles (--count-cycles).
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm flatbuffers-compiler gcc llvm-19
-# C++ headers for arm-none-eabi-g++: the sizeof probe of refsim/memory (tests/interop/test_sizeof.py).
+# C++ headers for arm-none-eabi-g++: the sizeof probe of refsim/lab/executorch (tests/interop/test_sizeof.py).
 APT_PACKAGES += libstdc++-arm-none-eabi-newlib
 # cmake builds a CMSIS-NN checkout with its own CMake project (refsim conformance/calibrate --kernels-dir).
 APT_PACKAGES += cmake

@@ -4,7 +4,7 @@
         [--cores cortex-m4,cortex-m55] [--build DIR]
 
 Builds ExecuTorch's runtime from EXECUTORCH_DIR for every core, executes the bundled programs and
-synthetic chains with empty kernels under QEMU (refsim/qemu/dispatch_probe.py, dispatch_measure.py), prints per core
+synthetic chains with empty kernels under QEMU (refsim/lab/executorch/dispatch_probe.py, dispatch_measure.py), prints per core
 the fitted per-execute / per-call / per-argument / per-list-element instructions and cycles and
 the dispatch of each bundled program, and saves benchmarks/results/dispatch.json. ``--write``
 also refreshes isa_models/dispatch.json, the data isa_models/program.py prices dispatch with.
@@ -69,9 +69,10 @@ def _print_floats(floats: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from isa_models.program import READING_BASED
-    from refsim.qemu.dispatch_measure import CORES, measure_all
-    from refsim.qemu.dispatch_probe import DispatchProbeError, Sources
-    from refsim.qemu.float_probe import measure_float_all
+    from refsim.lab.build import LabError
+    from refsim.lab.executorch.build import Sources
+    from refsim.lab.executorch.dispatch_measure import CORES, measure_all
+    from refsim.lab.executorch.float_probe import measure_float_all
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"refresh {DATA.relative_to(ROOT)}")
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             cmsis_include = Path(cmsis) / "Include" if cmsis else None
             data = measure_all(sources, ROOT / "examples" / "models", build, cores, command, cmsis_include)
             floats = None if args.no_float else measure_float_all(sources, build, cores, command)
-    except DispatchProbeError as error:
+    except LabError as error:
         print(f"refsim: error: {error}", file=sys.stderr)
         return 2
     old = READING_BASED

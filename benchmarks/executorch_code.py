@@ -6,7 +6,7 @@
 Builds ExecuTorch (EXECUTORCH_DIR: ``git archive <rev> runtime schema extension/data_loader
 kernels/portable kernels/quantized backends/cortex_m``; write its revision to
 EXECUTORCH_DIR/EXECUTORCH_REVISION) for every core and measures its linked ELFs
-(refsim/qemu/et_code.py). Prints per core the runtime core against ExecuTorch's published size
+(refsim/lab/executorch/code_size.py). Prints per core the runtime core against ExecuTorch's published size
 and per op its kernel / wrapper / rodata bytes; ``--write`` refreshes
 refsim/memory/executorch_code.json, the data ``refsim inspect --memory`` reads.
 """
@@ -36,8 +36,8 @@ def dumps(data: dict) -> str:
 
 
 def generate(cores: list[str], build: Path | None, command: str) -> dict:
-    from refsim.qemu.dispatch_probe import DispatchProbeError, Sources
-    from refsim.qemu.et_code import measure_all
+    from refsim.lab.executorch.build import DispatchProbeError, Sources
+    from refsim.lab.executorch.code_size import measure_all
 
     sources = Sources.from_environment()
     cmsis = os.environ.get("CMSIS_NN_DIR")
@@ -52,8 +52,8 @@ def generate(cores: list[str], build: Path | None, command: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from refsim.qemu.dispatch_measure import CORES
-    from refsim.qemu.dispatch_probe import DispatchProbeError
+    from refsim.lab.build import LabError
+    from refsim.lab.executorch.dispatch_measure import CORES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"refresh {DATA.relative_to(ROOT)}")
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/executorch_code.py" + (" --write" if args.write else "")
     try:
         data = generate(args.cores.split(","), args.build, command)
-    except DispatchProbeError as error:
+    except LabError as error:
         print(f"refsim: error: {error}", file=sys.stderr)
         return 2
     published = data["published"]["bytes"]

@@ -80,7 +80,7 @@ class FloatTable(NamedTuple):
     transcendentals·transcendental + element)``, MACs at ``mac`` each instead of an add and a mul;
     a portable op adds ``call`` once and ``portable_element`` per element (elementwise_util's
     generic loads, conversions and stores), its MACs at ``portable_mac``
-    (refsim/qemu/float_probe.py derives every field)."""
+    (refsim/lab/executorch/float_probe.py derives every field)."""
 
     add: float
     mul: float
@@ -109,7 +109,7 @@ FLOAT_CYCLES: Mapping[str, FloatTable] = {
                      source="FPv5 issue and latency (Cortex-M7 TRM), uncalibrated"),
 }  # fmt: skip
 
-#: ExecuTorch's portable fp32 kernels measured per core (refsim/qemu/float_probe.py).
+#: ExecuTorch's portable fp32 kernels measured per core (refsim/lab/executorch/float_probe.py).
 FLOAT_DATA = Path(__file__).with_name("float_ops.json")
 
 
@@ -119,7 +119,7 @@ def _float_document() -> Mapping:
 
 
 class MeasuredFloatKernel(NamedTuple):
-    """One portable fp32 kernel measured whole on a core (refsim/qemu/float_probe.py: 1-D
+    """One portable fp32 kernel measured whole on a core (refsim/lab/executorch/float_probe.py: 1-D
     tensors of 16/64/256 elements, no broadcasting): ``call + element · n`` for n output elements."""
 
     call_instructions: float
@@ -196,7 +196,7 @@ class Dispatch(NamedTuple):
 READING_BASED = Dispatch()
 DISPATCH = READING_BASED
 
-#: ExecuTorch's measured dispatch (refsim/qemu/dispatch_probe.py, benchmarks/dispatch.py).
+#: ExecuTorch's measured dispatch (refsim/lab/executorch/dispatch_probe.py, benchmarks/dispatch.py).
 DISPATCH_DATA = Path(__file__).with_name("dispatch.json")
 
 

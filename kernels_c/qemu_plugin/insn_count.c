@@ -6,7 +6,7 @@
  *
  * begin, end: the (even) addresses of the two marker functions, from the ELF symbol table;
  * out: the file to write. The plugin knows nothing about instruction classes: Python maps
- * addresses to mnemonics (arm-none-eabi-objdump) and aggregates (refsim/qemu/counting.py).
+ * addresses to mnemonics (arm-none-eabi-objdump) and aggregates (refsim/qemu/plugin.py).
  *
  * How it counts, exactly: every translated instruction gets its own 64-bit counter, bumped by
  * an inline add that QEMU emits in front of the instruction's code (so it counts the

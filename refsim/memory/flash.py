@@ -12,7 +12,7 @@
   a user's library (``*.a``/``*.o``), by archive member as the linker pulls them in.
 - **operator code**: ExecuTorch's own code of each operator the program calls (the cortex_m op's
   C++ around its CMSIS-NN call, a portable or quantized op's kernel) and its generated unboxing
-  wrapper, measured per core on ExecuTorch built from source (refsim/qemu/et_code.py, data in
+  wrapper, measured per core on ExecuTorch built from source (refsim/lab/executorch/code_size.py, data in
   executorch_code.json): the program's line is the union of its ops' functions (shared code
   counted once); an op not in the data is a "not measured" line naming it.
 - **runtime**: ExecuTorch's runtime core a program needs (Program, Method, tensor parser, memory
@@ -367,7 +367,7 @@ def runtime_lines(core: str) -> list[Line]:
             name,
             r["bytes"],
             f"measured ({_et_basis()}, for {built}; {ET_CODE.name}): kept .text/.rodata/.data of the "
-            "dispatch probe's link (refsim/qemu/et_code.py) without kernels and without the driver",
+            "dispatch probe's link (refsim/lab/executorch/code_size.py) without kernels and without the driver",
         ),
         Line("flash", "ExecuTorch objects", r["executorch"], "runtime/, schema/ objects", part_of=name),
         Line(

@@ -1,7 +1,7 @@
 """The 32-bit sizes of ExecuTorch's runtime structs, as compiled by arm-none-eabi-g++.
 
-Loaded from ``runtime_sizes.json``, which :mod:`refsim.memory.probe_driver` derives by compiling
-``probe/sizeof_probe.cpp`` against the executorch wheel's headers and reading the array sizes back
+Loaded from ``runtime_sizes.json``, which :mod:`refsim.lab.executorch.sizeof_probe` derives by compiling
+``sizeof_probe/sizeof_probe.cpp`` against the executorch wheel's headers and reading the array sizes back
 with ``arm-none-eabi-nm -S``. Nothing here is typed in by hand: a field missing from the data file
 is an error, and tests/interop/test_sizeof.py recompiles the probe and compares.
 """

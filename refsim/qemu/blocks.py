@@ -31,7 +31,7 @@ from pathlib import Path
 
 from isa_models.cores import CoreModel
 from refsim.qemu.cores import Core
-from refsim.qemu.counting import objdump_command
+from refsim.qemu.disassembly import objdump_command
 from refsim.qemu.errors import QemuError
 
 

@@ -51,20 +51,11 @@ from refsim.qemu import mca
 from refsim.qemu.batch import FUNCTIONS, HARNESS_STATUS, Case, decode_results, encode_batch, encode_case
 from refsim.qemu.build import Harness, build_harness
 from refsim.qemu.cores import Core, get_core
-from refsim.qemu.counting import (
-    _FILE_MAGIC,
-    CallCount,
-    Disassembly,
-    _call_count,
-    _runs_kernel,
-    build_plugin,
-    classify,
-    disassemble,
-    macs_of,
-    plugin_arguments,
-    shape_of,
-)
+from refsim.qemu.counting import _runs_kernel, macs_of, shape_of
+from refsim.qemu.disassembly import Disassembly, disassemble
 from refsim.qemu.errors import QemuError, QemuTimeoutError
+from refsim.qemu.instruction_classes import classify
+from refsim.qemu.plugin import _FILE_MAGIC, CallCount, _call_count, build_plugin, plugin_arguments
 from refsim.qemu.run import EXIT_STATUS, _fault, qemu_command
 
 #: Components of :attr:`CaseTiming.by_component`, in report order.

@@ -1,9 +1,9 @@
 """The committed 32-bit runtime sizes (refsim/memory/runtime_sizes.json) still match the headers.
 
-Recompiles refsim/memory/probe/sizeof_probe.cpp with arm-none-eabi-g++ for every probed core
+Recompiles refsim/lab/executorch/sizeof_probe/sizeof_probe.cpp with arm-none-eabi-g++ for every probed core
 against the installed executorch wheel's headers and compares every sizeof/alignof with the data
 file. A drift (a new executorch, a changed struct) fails here; refresh with
-``python -m refsim.memory.probe_driver --write`` in the interop venv and review the RAM numbers.
+``python -m refsim.lab.executorch.sizeof_probe --write`` in the interop venv and review the RAM numbers.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pytest
 
 pytest.importorskip("executorch")
 
-from refsim.memory.probe_driver import DATA, executorch_version, probe_all
+from refsim.lab.executorch.sizeof_probe import executorch_version, probe_all
+from refsim.memory.sizes import DATA
 
 pytestmark = pytest.mark.skipif(
     shutil.which("arm-none-eabi-g++") is None, reason="arm-none-eabi-g++ not installed (gcc-arm-none-eabi)"

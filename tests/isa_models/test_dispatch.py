@@ -18,7 +18,7 @@ from isa_models.program import (
     execute_cost,
     measured_dispatch,
 )
-from refsim.qemu.dispatch_measure import (
+from refsim.lab.executorch.dispatch_measure import (
     BUNDLED,
     CHAIN_LENGTHS,
     LIST_LENGTHS,
@@ -26,7 +26,7 @@ from refsim.qemu.dispatch_measure import (
     fit,
     raw_of,
 )
-from refsim.qemu.dispatch_probe import arg_kind, kernels_source
+from refsim.lab.executorch.dispatch_probe import arg_kind, kernels_source
 
 DATA = json.loads(DISPATCH_DATA.read_text())
 CORES = sorted(DATA["cores"])

@@ -10,8 +10,8 @@ import pytest
 
 from isa_models.cores import CORE_MODELS, get_core_model
 from isa_models.program import FLOAT_CYCLES, FLOAT_DATA, FloatWork, cost_of, float_table, measured_float
-from refsim.qemu.float_probe import LENGTHS, MM_INNER, OPS
-from refsim.qemu.float_probe import float_table as refit
+from refsim.lab.executorch.float_probe import LENGTHS, MM_INNER, OPS
+from refsim.lab.executorch.float_probe import float_table as refit
 
 DATA = json.loads(FLOAT_DATA.read_text())
 CORES = sorted(DATA["cores"])

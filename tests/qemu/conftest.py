@@ -19,9 +19,9 @@ def toolchain() -> None:
 @pytest.fixture(scope="module")
 def timing(toolchain: None) -> None:
     """Skip without the host compiler (the counting plugin) or llvm-19's llvm-mca and llvm-mc."""
-    from refsim.qemu.counting import find_host_cc
     from refsim.qemu.errors import ToolchainMissingError
     from refsim.qemu.mca import MC, MCA, find_tool
+    from refsim.qemu.plugin import find_host_cc
 
     try:
         find_host_cc()

@@ -21,7 +21,8 @@ from refsim.conformance import vectors as vec
 from refsim.qemu import QemuFaultError, ToolchainMissingError, build, run_batch
 from refsim.qemu import conformance as qc
 from refsim.qemu.conformance import COUNTS_FORMAT, kernel_functions
-from refsim.qemu.counting import CLASSES, find_host_cc
+from refsim.qemu.instruction_classes import CLASSES
+from refsim.qemu.plugin import find_host_cc
 
 SEED = 7
 CASES = 2

@@ -29,15 +29,9 @@ from refsim.qemu import (
     get_core,
 )
 from refsim.qemu.conformance import kernel_functions, to_batch_case
-from refsim.qemu.counting import (
-    CLASSES,
-    build_plugin,
-    classify,
-    count_instructions,
-    find_host_cc,
-    run_batch_counted,
-    run_qemu_counted,
-)
+from refsim.qemu.counting import count_instructions, run_batch_counted
+from refsim.qemu.instruction_classes import CLASSES, classify
+from refsim.qemu.plugin import build_plugin, find_host_cc, run_qemu_counted
 
 SEED = 20250607
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from isa_models.program import DISPATCH_DATA
-from refsim.qemu.dispatch_measure import fit, measure
+from refsim.lab.executorch.dispatch_measure import fit, measure
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
 
@@ -37,7 +37,7 @@ def shipped() -> dict:
 def test_rebuilt_probe_reproduces_the_shipped_windows(
     core: str, shipped: dict, tmp_path: Path, timing: None
 ) -> None:
-    from refsim.qemu.dispatch_probe import Sources
+    from refsim.lab.executorch.build import Sources
 
     raw = measure(core, Sources.from_environment(), MODELS_DIR, tmp_path)
     windows = {name: {"instructions": p["instructions"], "cycles": p["cycles"]} for name, p in raw.items()}
@@ -47,8 +47,8 @@ def test_rebuilt_probe_reproduces_the_shipped_windows(
 
 def test_rebuilt_float_probe_reproduces_the_shipped_windows(tmp_path: Path, timing: None) -> None:
     from isa_models.program import FLOAT_DATA
-    from refsim.qemu.dispatch_probe import Sources
-    from refsim.qemu.float_probe import float_table, measure_float
+    from refsim.lab.executorch.build import Sources
+    from refsim.lab.executorch.float_probe import float_table, measure_float
 
     shipped = json.loads(FLOAT_DATA.read_text())["cores"]["cortex-m4"]
     raw = measure_float("cortex-m4", Sources.from_environment(), tmp_path)
@@ -62,8 +62,8 @@ def test_rebuilt_float_probe_reproduces_the_shipped_windows(tmp_path: Path, timi
 def test_rebuilt_set_up_probe_reproduces_the_shipped_set_up(
     shipped: dict, tmp_path: Path, timing: None
 ) -> None:
-    from refsim.qemu.dispatch_measure import measure_setup
-    from refsim.qemu.dispatch_probe import Sources
+    from refsim.lab.executorch.build import Sources
+    from refsim.lab.executorch.dispatch_measure import measure_setup
 
     include = Path(os.environ["CMSIS_NN_DIR"]) / "Include"
     setup = measure_setup("cortex-m4", Sources.from_environment(), include, MODELS_DIR, tmp_path)

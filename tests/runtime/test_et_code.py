@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from refsim.lab.build import map_sections
+from refsim.lab.executorch.code_size import OPS
+from refsim.lab.executorch.dispatch_measure import CORES
 from refsim.memory.flash import ET_CODE, RUNTIME, operator_code_lines, runtime_lines
-from refsim.qemu.dispatch_measure import CORES
-from refsim.qemu.et_code import OPS, map_sections
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = json.loads(ET_CODE.read_text())

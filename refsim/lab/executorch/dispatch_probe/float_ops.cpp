@@ -1,6 +1,6 @@
 /*
  * refsim fp32 probe: ExecuTorch's portable fp32 kernels (kernels/portable/cpu, built from source
- * by refsim/qemu/float_probe.py) called directly on 1-D float tensors of several lengths, each
+ * by refsim/lab/executorch/float_probe.py) called directly on 1-D float tensors of several lengths, each
  * call inside one counting window (rs_kernel_begin .. rs_kernel_end), so the per-element cost of
  * an op is the slope of its windows over the lengths and its fixed cost (dtype checks, broadcast
  * resolution, the dispatch into the element loop) the intercept.

@@ -4,7 +4,7 @@
 // Compiled (never linked, never run) with arm-none-eabi-g++ against the headers the
 // executorch wheel ships under executorch/include/executorch/runtime/. Every PROBE(name, T)
 // defines two byte arrays whose lengths are sizeof(T) and alignof(T); refsim reads them back
-// with `arm-none-eabi-nm -S` (refsim/memory/probe_driver.py). Our own code.
+// with `arm-none-eabi-nm -S` (refsim/lab/executorch/sizeof_probe.py). Our own code.
 //
 // Two structs are private to runtime/executor/method.cpp (Chain, BackendDelegate) and have no
 // public header. Their member lists are transcribed below from method.cpp (pytorch/executorch

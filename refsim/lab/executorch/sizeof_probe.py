@@ -1,16 +1,16 @@
 """Compile the sizeof probe and read the 32-bit runtime struct sizes back from the object file.
 
-``probe/sizeof_probe.cpp`` defines, per ExecuTorch runtime type ``T``, a byte array
+``sizeof_probe/sizeof_probe.cpp`` defines, per ExecuTorch runtime type ``T``, a byte array
 ``refsim_sizeof__<name>`` of length ``sizeof(T)`` and ``refsim_alignof__<name>`` of length
 ``alignof(T)``. It is compiled (not linked, not run) with arm-none-eabi-g++ for each probed core
 against the headers the executorch wheel ships (``executorch/include``); ``arm-none-eabi-nm -S``
 prints every array's size, which is the number we want. The result is committed as
-``runtime_sizes.json`` with its provenance (executorch version, compiler version, flags), so refsim
-needs neither the wheel nor the toolchain to use it; tests/interop/test_sizeof.py recompiles and
-fails if the committed numbers drift from the headers.
+refsim/memory/runtime_sizes.json (read by refsim.memory.sizes) with its provenance (executorch
+version, compiler version, flags), so refsim needs neither the wheel nor the toolchain to use it;
+tests/interop/test_sizeof.py recompiles and fails if the committed numbers drift from the headers.
 
-    python -m refsim.memory.probe_driver            # print what the headers give now
-    python -m refsim.memory.probe_driver --write    # refresh runtime_sizes.json
+    python -m refsim.lab.executorch.sizeof_probe            # print what the headers give now
+    python -m refsim.lab.executorch.sizeof_probe --write    # refresh runtime_sizes.json
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import tempfile
 from pathlib import Path
 
 from refsim.errors import RefsimError
+from refsim.memory.sizes import DATA
 
-PROBE = Path(__file__).with_name("probe") / "sizeof_probe.cpp"
-DATA = Path(__file__).with_name("runtime_sizes.json")
+PROBE = Path(__file__).with_name("sizeof_probe") / "sizeof_probe.cpp"
 
 #: Cores probed, with the flags of refsim.qemu.cores (the 32-bit ABI is what matters; both must agree).
 PROBE_TARGETS: dict[str, tuple[str, ...]] = {
@@ -130,7 +130,7 @@ def probe_all(include: Path | None = None) -> dict:
             "headers": "executorch/include/executorch/runtime/ of the wheel",
             "compiler": version.stdout.splitlines()[0],
             "flags": {core: [*flags, *COMMON_FLAGS] for core, flags in PROBE_TARGETS.items()},
-            "method": "arm-none-eabi-nm -S of refsim/memory/probe/sizeof_probe.cpp compiled with -c",
+            "method": "arm-none-eabi-nm -S of refsim/lab/executorch/sizeof_probe/sizeof_probe.cpp compiled with -c",
             "cores": list(PROBE_TARGETS),
         },
         **first,

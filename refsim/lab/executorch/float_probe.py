@@ -4,7 +4,7 @@ under QEMU, for the fp32 rates isa_models/program.py prices portable float ops w
     EXECUTORCH_DIR=/tmp/et FLATBUFFERS_DIR=/tmp/fb python benchmarks/dispatch.py --write
 
 ``dispatch_probe/float_ops.cpp`` calls the portable kernels (kernels/portable/cpu/op_*.cpp, built
-from EXECUTORCH_DIR with ExecuTorch's Release flags: refsim/qemu/dispatch_probe.py) directly on
+from EXECUTORCH_DIR with ExecuTorch's Release flags: refsim/lab/executorch/build.py) directly on
 1-D float tensors of :data:`LENGTHS` elements, one counting window per call. Per op, a line through
 its windows gives cycles per element (slope) and per call (intercept). The FPU cores (M4, M7, M33,
 M55, M85) run FPv4/FPv5 code; the M0+ and M3 are built ``-mfloat-abi=soft``, so their float
@@ -34,7 +34,10 @@ from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 
-from refsim.qemu.dispatch_probe import PROBE_DIR, DispatchProbeError, Sources, _mkdir, et_objects, link_probe
+from refsim.lab.build import link_probe, mkdir
+from refsim.lab.executorch.build import DispatchProbeError, Sources, et_objects
+from refsim.lab.executorch.dispatch_measure import provenance
+from refsim.lab.executorch.dispatch_probe import PROBE_DIR
 
 #: Ops of float_ops.cpp, in its order (keep in step with its enum Op), and the lengths of its kLengths.
 OPS: tuple[str, ...] = ("add", "sub", "mul", "div", "exp", "tanh", "sigmoid", "sqrt", "neg", "clone", "mm")
@@ -68,7 +71,7 @@ CHECKS: dict[str, tuple[int, int, int, int]] = {
 
 def build_float_probe(model_name: str, sources: Sources, build: Path) -> Path:
     objects = et_objects(model_name, sources, build, FLOAT_UNITS)
-    return link_probe(objects, _mkdir(build / f"float-{model_name}"), [PROBE_DIR / "float_ops.cpp"])
+    return link_probe(objects, mkdir(build / f"float-{model_name}"), [PROBE_DIR / "float_ops.cpp"])
 
 
 def measure_float(model_name: str, sources: Sources, build: Path) -> dict:
@@ -154,15 +157,13 @@ def float_table(raw: dict) -> dict:
 def measure_float_all(sources: Sources, build: Path, cores: Sequence[str], command: str = "") -> dict:
     """The data file's content (isa_models/float_ops.json): provenance, per core the windows and
     the table (:func:`float_table`)."""
-    from refsim.qemu.dispatch_measure import provenance
-
     per_core = {}
     for core in cores:
         raw = measure_float(core, sources, build)
         per_core[core] = {"table": float_table(raw), "windows": raw}
     prov = provenance(sources, command)
     prov["method"] = (
-        "refsim/qemu/float_probe.py: ExecuTorch's portable kernels (kernels/portable/cpu) built from "
+        "refsim/lab/executorch/float_probe.py: ExecuTorch's portable kernels (kernels/portable/cpu) built from "
         "source, called on 1-D float tensors, one counting window per call, timed by refsim.qemu.timing"
     )
     prov.pop("windows_include", None)

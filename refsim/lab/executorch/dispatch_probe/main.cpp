@@ -3,7 +3,7 @@
  * manager, kernel registry) loading and executing .pte programs on a Cortex-M core under QEMU,
  * with kernels whose bodies do nothing but mark where they run.
  *
- * Built by refsim/qemu/dispatch_probe.py against an ExecuTorch source tree (never committed):
+ * Built by refsim/lab/executorch/dispatch_probe.py against an ExecuTorch source tree (never committed):
  * that script also generates kernels.cpp (one unboxing wrapper per operator, in the shape of
  * ExecuTorch's codegen, whose kernel body calls rs_probe_kernel_body()) and blobs.S (the
  * programs, embedded in the bulk region).

@@ -4,8 +4,9 @@ the runtime core a program needs, and per operator its kernel and its generated 
     EXECUTORCH_DIR=/tmp/et FLATBUFFERS_DIR=/tmp/fb CMSIS_NN_DIR=/work/ext/cmsis-nn-main \\
         python benchmarks/executorch_code.py --write
 
-Both ELFs are linked by refsim/qemu/dispatch_probe.py (ExecuTorch's Release flags,
-``-ffunction-sections -fdata-sections``, ``--gc-sections``, newlib via nosys.specs):
+Both ELFs are built as the dispatch probe is (refsim/lab/executorch/build.py: ExecuTorch's Release
+flags, ``-ffunction-sections -fdata-sections``; linked by refsim/lab/build.py: ``--gc-sections``,
+newlib via nosys.specs):
 
 - **runtime ELF** = the dispatch probe over the bundled programs (its driver loads each program
   with a BufferDataLoader and static pools, Method::load, execute; kernels are empty). From its
@@ -38,10 +39,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from refsim.qemu.dispatch_probe import DispatchProbeError, Sources, _mkdir, _run, _tool
+from refsim.lab.build import (
+    Section,
+    link_probe,
+    map_sections,
+    mkdir,
+    run,
+    stubs_source,
+    tool,
+    undefined_arm_symbols,
+)
+from refsim.lab.executorch.build import ET_FLAGS, DispatchProbeError, Sources, et_objects
+from refsim.lab.executorch.dispatch_measure import BUNDLED, provenance
+from refsim.lab.executorch.dispatch_probe import (
+    PROBE_DIR,
+    blobs_source,
+    build_probe,
+    kernels_source,
+    program_schemas,
+)
 
 #: Operators measured: qualified name -> its ExecuTorch source (relative to EXECUTORCH_DIR).
 OPS: dict[str, str] = {
@@ -81,17 +99,6 @@ YAMLS: tuple[str, ...] = (
 #: Every portable utility (the linker keeps what the ops reach).
 UTIL_DIRS: tuple[str, ...] = ("kernels/portable/cpu/util", "kernels/portable/cpu/pattern")
 
-_FLASH = (
-    ".vectors",
-    ".text",
-    ".rodata",
-    ".data",
-    ".ARM.exidx",
-    ".ARM.extab",
-    ".init_array",
-    ".fini_array",
-    ".preinit_array",
-)
 #: A section named for a symbol of ExecuTorch's namespaces (function, vtable, typeinfo, local static).
 _ET_SYMBOL = re.compile(r"\.(?:text|rodata|data)\._Z(?:T[VSI])?Z?N[KVR]*(?:10executorch|5torch|3c10)")
 
@@ -107,39 +114,6 @@ def kernel_names(sources: Sources) -> dict[str, str]:
             if head and kernel:
                 name = head.group(1) if "::" in head.group(1) else f"aten::{head.group(1)}"
                 out.setdefault(name, kernel.group(1))
-    return out
-
-
-@dataclass(frozen=True)
-class Section:
-    """One kept input section of a linked ELF (from its -Map file)."""
-
-    name: str
-    address: int
-    size: int
-    origin: str  # the object or archive(member) it came from
-
-
-def map_sections(map_file: Path) -> list[Section]:
-    """The kept input sections of ``map_file`` that go to flash (the part after "Linker script
-    and memory map"; discarded sections and fill are skipped)."""
-    text = map_file.read_text()
-    at = text.find("Linker script and memory map")
-    if at < 0:
-        raise DispatchProbeError(f"et code: {map_file} is not a GNU ld map file")
-    out: list[Section] = []
-    pending: str | None = None
-    entry = re.compile(r"^ (\S+)?\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$")
-    for line in text[at:].splitlines():
-        if pending is None and re.match(r"^ \.\S+$", line):
-            pending = line.strip()
-            continue
-        m = entry.match(line)
-        if m:
-            name = m.group(1) or pending
-            if name and name.startswith(_FLASH) and int(m.group(3), 16) > 0:
-                out.append(Section(name, int(m.group(2), 16), int(m.group(3), 16), m.group(4).strip()))
-        pending = None
     return out
 
 
@@ -162,7 +136,7 @@ def _objdir(objects: Sequence[str]) -> str:
 def _symbols(elf: Path) -> dict[str, tuple[int, int]]:
     """Defined sized symbols (functions and data) of ``elf``: name -> (address, size)."""
     out = {}
-    for line in _run([_tool("arm-none-eabi-nm"), "-S", "--defined-only", str(elf)], "nm").splitlines():
+    for line in run([tool("arm-none-eabi-nm"), "-S", "--defined-only", str(elf)], "nm").splitlines():
         parts = line.split()
         if len(parts) == 4:
             out[parts[3]] = (int(parts[0], 16) & ~1, int(parts[1], 16))
@@ -172,7 +146,7 @@ def _symbols(elf: Path) -> dict[str, tuple[int, int]]:
 def _unsized(elf: Path) -> dict[str, int]:
     """Defined code symbols of ``elf`` that nm gives no size: name -> address."""
     out = {}
-    for line in _run([_tool("arm-none-eabi-nm"), "--defined-only", str(elf)], "nm").splitlines():
+    for line in run([tool("arm-none-eabi-nm"), "--defined-only", str(elf)], "nm").splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[1] in "tT":
             out[parts[2]] = int(parts[0], 16) & ~1
@@ -238,9 +212,9 @@ def declarations(
     """Per op its kernel's C++ declaration, read from the defining object's symbol (demangled
     parameter list, bound to the mangled name with an asm label), for dispatch_probe's
     ``kernels_source(external=...)``."""
-    nm = _tool("arm-none-eabi-nm")
-    raw = _run([nm, "-p", "--defined-only", *objects], "nm of the operators").splitlines()
-    pretty = _run([nm, "-p", "-C", "--defined-only", *objects], "nm -C of the operators").splitlines()
+    nm = tool("arm-none-eabi-nm")
+    raw = run([nm, "-p", "--defined-only", *objects], "nm of the operators").splitlines()
+    pretty = run([nm, "-p", "-C", "--defined-only", *objects], "nm -C of the operators").splitlines()
     demangled = {}
     for a, b in zip(raw, pretty, strict=True):
         if " T " in a:
@@ -278,19 +252,17 @@ def build_operator_elf(
     """The operator ELF for ``model_name``: every op of :data:`OPS` behind its generated wrapper,
     CMSIS-NN stubbed, no program embedded (it is linked to be measured, not run)."""
     from refsim.ops.registry import lookup
-    from refsim.qemu.dispatch_measure import _undefined_arm_symbols, stubs_source
-    from refsim.qemu.dispatch_probe import PROBE_DIR, blobs_source, et_objects, kernels_source, link_probe
 
     objects = et_objects(model_name, sources, build, op_sources(sources), [f"-I{cmsis_include}"])
     ops = sorted(OPS)
     wanted = {rel.replace("/", "__") + ".o" for rel in OPS.values()}
     op_objects = [o for o in objects.objects if Path(o).name in wanted]
     external = declarations(op_objects, kernel_names(sources), ops)
-    work = _mkdir(build / f"etcode-{model_name}")
+    work = mkdir(build / f"etcode-{model_name}")
     (work / "kernels.cpp").write_text(
         kernels_source([lookup(op).schema.text for op in ops], external=external)
     )
-    (work / "stubs.cpp").write_text(stubs_source(_undefined_arm_symbols(list(objects.objects))))
+    (work / "stubs.cpp").write_text(stubs_source(undefined_arm_symbols(list(objects.objects))))
     (work / "blobs.S").write_text(blobs_source([]))
     inputs = [PROBE_DIR / "main.cpp", work / "kernels.cpp", work / "stubs.cpp", work / "blobs.S"]
     return link_probe(objects, work, inputs), objects
@@ -303,8 +275,6 @@ def measure(model_name: str, sources: Sources, cmsis_include: Path, models: Path
     """One core's entry of the data file: the runtime core (:func:`runtime_core`) and per op
     its kernel and wrapper functions (the module docstring's sets), their sizes and its rodata."""
     from refsim.memory.flash import elf_graph
-    from refsim.qemu.dispatch_measure import BUNDLED
-    from refsim.qemu.dispatch_probe import build_probe, et_objects
 
     runtime_elf = build_probe(model_name, sources, [models / f"{n}.pte" for n in BUNDLED], build)
     runtime, core_names = runtime_core(runtime_elf, et_objects(model_name, sources, build).objects)
@@ -346,17 +316,11 @@ def measure(model_name: str, sources: Sources, cmsis_include: Path, models: Path
             "wrapper": wrapper,
         }
     return {
-        "gcc_flags": list(objects.flags[: len(objects.flags) - len(_et_flags())]),
+        "gcc_flags": list(objects.flags[: len(objects.flags) - len(ET_FLAGS)]),
         "runtime": runtime,
         "functions": dict(sorted(functions.items())),
         "ops": ops,
     }
-
-
-def _et_flags() -> tuple[str, ...]:
-    from refsim.qemu.dispatch_probe import ET_FLAGS
-
-    return ET_FLAGS
 
 
 #: ExecuTorch CI's Cortex-M size test, what its published figure is (pull.yml, test/CMakeLists.txt,
@@ -373,19 +337,9 @@ PUBLISHED = {
 def published_config(sources: Sources, models: Path, build: Path) -> dict:
     """The runtime core measured as above on the size test's core and optimisation level
     (cortex-m55, ``-Os``), to tell how much of the gap to :data:`PUBLISHED` the flags make."""
-    from refsim.qemu.dispatch_measure import BUNDLED
-    from refsim.qemu.dispatch_probe import (
-        PROBE_DIR,
-        blobs_source,
-        et_objects,
-        kernels_source,
-        link_probe,
-        program_schemas,
-    )
-
     programs = [models / f"{n}.pte" for n in BUNDLED]
     objects = et_objects("cortex-m55", sources, build, extra_flags=("-Os",))
-    work = _mkdir(build / "probe-cortex-m55-Os")
+    work = mkdir(build / "probe-cortex-m55-Os")
     (work / "kernels.cpp").write_text(kernels_source(program_schemas(programs)))
     (work / "blobs.S").write_text(blobs_source([p.resolve() for p in programs]))
     elf = link_probe(objects, work, [PROBE_DIR / "main.cpp", work / "kernels.cpp", work / "blobs.S"],
@@ -401,7 +355,6 @@ def measure_all(
     """The data file's content (refsim/memory/executorch_code.json). A core whose gcc flags equal
     an earlier one's (cortex-m85: gcc 12.2 builds it as cortex-m55) names that core instead."""
     from isa_models.cores import get_core_model
-    from refsim.qemu.dispatch_measure import provenance
     from refsim.qemu.timing import qemu_core_for
 
     per_core: dict = {}
@@ -420,7 +373,7 @@ def measure_all(
     prov["cmsis_nn_headers"] = str(cmsis_include)
     prov["link"] = "--specs=nosys.specs -nostartfiles -Wl,--gc-sections, kernels_c's board linker script"
     prov["method"] = (
-        "refsim/qemu/et_code.py: runtime core from the dispatch probe's linker map; per op the call-graph "
+        "refsim/lab/executorch/code_size.py: runtime core from the dispatch probe's linker map; per op the call-graph "
         "closure of ExecuTorch's kernel and of the generated wrapper in a link of every op, minus the "
         "runtime core and the CMSIS-NN stubs"
     )
