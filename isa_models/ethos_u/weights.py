@@ -8,7 +8,7 @@ estimate here prices each chunk of :data:`CHUNK` values with its best ``k``::
     bits(chunk) = min_k Σ_u ((u >> k) + 1 + k) + HEADER_BITS      (k = 0 ... 7)
     encoded     = ⌈Σ bits / 8⌉ rounded up to STREAM_ALIGN bytes
 
-and, beside it, ``BIAS_BYTES_PER_CHANNEL`` (isa_models.ethos_u) per output channel for the
+and, beside it, ``BIAS_BYTES_PER_CHANNEL`` (isa_models.ethos_u.layers) per output channel for the
 40-bit bias and 32-bit scale. Without the weight values (a Work item carries only their byte
 count) the stream is taken as uncompressed: ``encoded = bytes + STREAM_ALIGN``.
 """

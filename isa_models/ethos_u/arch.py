@@ -9,7 +9,7 @@ units: one *micro-block* of ``ofm_ublock.w x ofm_ublock.h`` output positions by
 
 Blocks of the output (OFM) are computed one after the other from blocks of the input held in
 the shared buffer (SHRAM, ``shram_banks`` banks of 1 KiB), double-buffered with the
-accumulators; isa_models.ethos_u searches the block configurations that fit it. The output
+accumulators; isa_models.ethos_u.layers searches the block configurations that fit it. The output
 unit writes ``output_rates`` cycles per element (by kind of operation) and the activation
 unit ``activation_rates`` (LUT, ReLU-like clamp, none).
 
@@ -17,8 +17,8 @@ Sources. Ethos-U55/U65: Vela 5.1.0's ``architecture_features.py`` (``accelerator
 ``_generate_output_perf_tables``, SHRAM granules, AXI port widths: 8 bytes/cycle on U55, 16 on
 U65) — the facts are Arm's, the values are restated here as named fields. Ethos-U85: Vela 5.1.0
 models U85 with its C++ core (regor), whose engine is not this banked-SHRAM one: its tables
-(micro-blocks per op, IFM/accumulator RAMs, rates) are isa_models.ethos_u85_arch and its layer
-cycles isa_models.ethos_u85. The U85 rows here carry the configuration's name, MAC count, cores
+(micro-blocks per op, IFM/accumulator RAMs, rates) are isa_models.ethos_u.u85_arch and its layer
+cycles isa_models.ethos_u.u85. The U85 rows here carry the configuration's name, MAC count, cores
 (regor: 1, 1, 2, 4, 4), convolution micro-block and 16-byte AXI width; their SHRAM, output-rate
 and activation-rate fields are not used (``regor=True``).
 """
@@ -97,7 +97,7 @@ class Accelerator:
     activation_rates: ActivationRates
     axi_bytes_per_cycle: float  # one AXI port's data width
     ofm_block_max: Block = Block(64, 32, 128)
-    regor: bool = False  # True for the U85 rows: costed by isa_models.ethos_u85 (module docstring)
+    regor: bool = False  # True for the U85 rows: costed by isa_models.ethos_u.u85 (module docstring)
 
     @property
     def shram_reserved_end_banks(self) -> int:

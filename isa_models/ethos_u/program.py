@@ -4,14 +4,14 @@
     est.total_cycles, [(r.placement, r.cycles, r.bound) for r in est.rows]
 
 Per op (refsim's cost hook describes it as isa_models.program ``Work``: CMSIS-NN calls with
-their parameters), :mod:`isa_models.ethos_u_supported` decides NPU or CPU. An NPU op becomes
-one or more :class:`~isa_models.ethos_u.NpuLayer` (a CMSIS-NN call maps to the Vela operator
+their parameters), :mod:`isa_models.ethos_u.supported` decides NPU or CPU. An NPU op becomes
+one or more :class:`~isa_models.ethos_u.layers.NpuLayer` (a CMSIS-NN call maps to the Vela operator
 doing the same: convolve -> Conv2D, depthwise with multiplier on a one-channel input ->
 Conv2D, fully connected -> vector product, softmax -> the int8 decomposition ExecuTorch's Arm
 backend feeds Vela (``decompose_softmax_pass``: max, subtract, exp table, sum, reciprocal
 table, multiply, with a TOSA RESCALE pass per int8 operand), pad before a convolution ->
 folded into its padding (Vela ``replace_pad_by_hw_pad``), view/clone copies -> nothing
-(Vela's memory-only ops)), each costed by :func:`isa_models.ethos_u.layer_cycles`. A CPU op
+(Vela's memory-only ops)), each costed by :func:`isa_models.ethos_u.layers.layer_cycles`. A CPU op
 is costed on the host core by the CPU model (isa_models.program ``cost_of``, the core's
 calibration) plus ExecuTorch's dispatch, converted to NPU cycles at the ratio of the clocks.
 
@@ -27,14 +27,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from isa_models import ethos_u85
 from isa_models.cost import Cost
 from isa_models.errors import IsaModelError
-from isa_models.ethos_u import LayerCycles, NpuContext, NpuLayer, layer_cycles
-from isa_models.ethos_u_arch import Block, get_accelerator
-from isa_models.ethos_u_supported import Call, npu_rejections, unsupported_function
-from isa_models.ethos_u_systems import MEMORY_MODES, MemoryMode, NpuSystem, resolve
-from isa_models.ethos_u_weights import encoded_weight_bytes
+from isa_models.ethos_u import u85
+from isa_models.ethos_u.arch import Block, get_accelerator
+from isa_models.ethos_u.layers import LayerCycles, NpuContext, NpuLayer, layer_cycles
+from isa_models.ethos_u.supported import Call, npu_rejections, unsupported_function
+from isa_models.ethos_u.systems import MEMORY_MODES, MemoryMode, NpuSystem, resolve
+from isa_models.ethos_u.weights import encoded_weight_bytes
 from isa_models.program import CopyWork, FloatWork, KernelWork, NoEstimate, Work, cost_of, dispatch_cost
 
 CONV_LIKE = ("arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8", "arm_transpose_conv_wrapper_s8",
@@ -348,7 +348,7 @@ def estimate_ops(
             planned[-1] = replace(planned[-1], ofm_io=True)
         layers = []
         for layer in planned:
-            if acc.family == "u85" and ethos_u85.chained(prev_layer, layer):
+            if acc.family == "u85" and u85.chained(prev_layer, layer):
                 layers.append(LayerCycles(compute=0.0))  # runs inside the previous op
             else:
                 layers.append(layer_cycles(ctx, layer))

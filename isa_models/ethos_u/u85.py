@@ -1,7 +1,7 @@
 """Ethos-U85 layer cycles, restating Vela 5.1's C++ core (regor) performance model for U85.
 
 Vela compiles Ethos-U85 with regor, whose U85 model differs from the U55/U65 one in
-isa_models.ethos_u: other MAC-engine micro-blocks (several per configuration, chosen per layer),
+isa_models.ethos_u.layers: other MAC-engine micro-blocks (several per configuration, chosen per layer),
 separate IFM and accumulator RAMs instead of the banked SHRAM, output/activation rates per
 configuration, per-channel read bandwidth limits and no per-layer fill latency. For one layer::
 
@@ -10,7 +10,7 @@ configuration, per-channel read bandwidth limits and no per-layer fill latency. 
     access[m] = max(Σ bytes in m / bandwidth(m), max over channels Σ bytes / channel_bw(m, ch))
     layer   = max(compute, access[sram], access[dram], access[flash])
 
-- micro-block and blocks (isa_models.ethos_u85_blocks): among the configuration's micro-blocks
+- micro-block and blocks (isa_models.ethos_u.u85_blocks): among the configuration's micro-blocks
   valid for the op, the one wasting fewest OFM elements; convolution searches OFM blocks on the
   micro-block grid whose double-buffered IFM block and 32-bit accumulators fit the IFM and
   accumulator RAMs, least (IFM + weight fetches) per OFM element; depthwise and pooling fit an
@@ -46,7 +46,7 @@ places the single-layer sweep (benchmarks/ethos_u85_sweep.py, its Vela debug dat
 benchmarks/results/ethos_u85_sweep.json) shows, and this module follows Vela: ``n_blocks`` over
 the OFM rounded to micro-blocks while the output unit counts the real elements, ``block_io``
 added once per MAC op and left out of the command bound when one block covers the OFM, the
-write-back bound of a kernel step per core, the chaining/output buffer sizes (ethos_u85_arch).
+write-back bound of a kernel step per core, the chaining/output buffer sizes (u85_arch).
 No constant is fitted; the MLPerf Tiny models are only compared with.
 """
 
@@ -55,7 +55,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from isa_models.ethos_u85_arch import (
+from isa_models.ethos_u.arch import Block
+from isa_models.ethos_u.u85_arch import (
     SCALE_BYTES_PER_CHANNEL,
     SUB_KERNEL_MAX,
     U85_CONFIGS,
@@ -63,8 +64,7 @@ from isa_models.ethos_u85_arch import (
     ceil_div,
     round_up,
 )
-from isa_models.ethos_u85_blocks import U85Block, choose_block, hw_op, sparse_weights
-from isa_models.ethos_u_arch import Block
+from isa_models.ethos_u.u85_blocks import U85Block, choose_block, hw_op, sparse_weights
 
 LUT_BYTES = 256  # an int8 lookup table
 LUT_RAM_BYTES_PER_CYCLE = 1.0  # regor ``ArchEthosU85`` lutram parameters
@@ -300,7 +300,7 @@ def compute_cycles(ctx, layer, blk: U85Block) -> float:
 def layer_cycles(ctx, layer):
     """The layer's compute, per-memory access cycles and total: ``max(compute, access)``, no
     per-layer fill (regor ``EstimateFullOpPerformance``)."""
-    from isa_models.ethos_u import LayerCycles
+    from isa_models.ethos_u.layers import LayerCycles
 
     blk = choose_block(ctx.accelerator.macs, layer)
     cycles, moved = access_cycles(ctx, layer, blk)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isa_models.ethos_u_arch import Block
+from isa_models.ethos_u.arch import Block
 
 ACC_DEPTH_GRANULE = 16
 OFM_SPLIT_DEPTH = 16

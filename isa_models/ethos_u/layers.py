@@ -1,7 +1,7 @@
 """Ethos-U layer cycles, following Vela's performance model (cycles = max of compute and memory).
 
-For one NPU layer on an accelerator (isa_models.ethos_u_arch) in a system and memory mode
-(isa_models.ethos_u_systems)::
+For one NPU layer on an accelerator (isa_models.ethos_u.arch) in a system and memory mode
+(isa_models.ethos_u.systems)::
 
     compute = blocks · max(dpu_block, output_block) + min(dpu_block, output_block)
     memory[m] = Σ_tensors in m  bytes · burst_penalty / bytes_per_cycle(m)   (per memory m)
@@ -31,7 +31,7 @@ For one NPU layer on an accelerator (isa_models.ethos_u_arch) in a system and me
   depth) per write).
 - The MAC-engine part is scaled by an efficiency factor per configuration and layer class
   (1x1 convolution, other convolution, depthwise, vector product), fitted on synthetic networks
-  against Vela (isa_models.ethos_u_calibration; 1.0 for classes without one).
+  against Vela (isa_models.ethos_u.calibration; 1.0 for classes without one).
 - ``fill``: one read latency of the IFM memory and one write latency of the OFM memory per layer
   (the first block cannot overlap anything) — the per-layer overhead.
 
@@ -49,8 +49,8 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from isa_models.ethos_u_arch import Accelerator, Block
-from isa_models.ethos_u_systems import Memory, MemoryMode, NpuSystem
+from isa_models.ethos_u.arch import Accelerator, Block
+from isa_models.ethos_u.systems import Memory, MemoryMode, NpuSystem
 
 SUB_KERNEL_MAX = (8, 8)  # w, h taps per sub-kernel
 OFM_SPLIT_DEPTH = 16
@@ -67,7 +67,7 @@ class NpuLayer:
 
     ``ifm``/``ofm`` are Blocks (w, h, d); ``kernel``/``stride``/``dilation`` are (w, h);
     ``op`` names the elementwise operation (``add``, ``mul``, ``max``, ``min``, ``lut``, ``copy``);
-    ``weights_bytes`` is the *encoded* weight stream (isa_models.ethos_u_weights);
+    ``weights_bytes`` is the *encoded* weight stream (isa_models.ethos_u.weights);
     ``bias_channels`` the OFM channels with a bias/scale entry (0 for ops without).
     """
 
@@ -354,7 +354,7 @@ def _dpu_block_cycles(acc: Accelerator, layer: NpuLayer, cfg: BlockConfig) -> fl
 
 
 def efficiency_class(layer: NpuLayer) -> str:
-    """The class of layer an efficiency factor covers (isa_models.ethos_u_calibration)."""
+    """The class of layer an efficiency factor covers (isa_models.ethos_u.calibration)."""
     if layer.kind == "conv":
         return "conv_1x1" if layer.kernel == (1, 1) else "conv"
     return layer.kind
@@ -362,7 +362,7 @@ def efficiency_class(layer: NpuLayer) -> str:
 
 def efficiency(accelerator: str, layer: NpuLayer) -> float:
     """The fitted factor for the layer's class on ``accelerator`` (1.0 where none was fitted)."""
-    from isa_models.ethos_u_calibration import EFFICIENCY
+    from isa_models.ethos_u.calibration import EFFICIENCY
 
     return float(EFFICIENCY.get(accelerator, {}).get(efficiency_class(layer), 1.0))
 
@@ -456,11 +456,11 @@ def _traffic(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> dict[str, tu
 
 def layer_cycles(ctx: NpuContext, layer: NpuLayer) -> LayerCycles:
     """The layer's compute, per-memory access cycles and total (see the module docstring); an
-    Ethos-U85 layer follows isa_models.ethos_u85 (Vela's regor model for U85)."""
+    Ethos-U85 layer follows isa_models.ethos_u.u85 (Vela's regor model for U85)."""
     if ctx.accelerator.family == "u85":
-        from isa_models import ethos_u85
+        from isa_models.ethos_u import u85
 
-        return ethos_u85.layer_cycles(ctx, layer)
+        return u85.layer_cycles(ctx, layer)
     cfg = choose_block(ctx.accelerator, layer)
     compute = compute_cycles(ctx, layer, cfg)
     memory: dict[str, float] = {}

@@ -2,7 +2,7 @@
 
 Restates regor's ``ArchEthosU85::FindBlockConfig`` (``FindUBlock``, ``ChooseKernelFirst``,
 ``AreaFit``, ``FindDepthwiseConfig``, ``FindElementwiseConfig``, ``TryBlockConfig``,
-``CalcIfmAUSize``; see isa_models.ethos_u85 for the source) for 8-bit layers and the 32-bit
+``CalcIfmAUSize``; see isa_models.ethos_u.u85 for the source) for 8-bit layers and the 32-bit
 elementwise ones. Vela 5.1.0 picks the same blocks on the single-layer sweep
 (benchmarks/results/ethos_u85_sweep.json holds its choices beside the layers).
 """
@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from isa_models.ethos_u85_arch import (
+from isa_models.ethos_u.arch import Block
+from isa_models.ethos_u.u85_arch import (
     ACC_DEPTH_GRANULE,
     BRICK_ELEMENTS,
     CB_SLOTS,
@@ -28,7 +29,6 @@ from isa_models.ethos_u85_arch import (
     round_down,
     round_up,
 )
-from isa_models.ethos_u_arch import Block
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class U85Block:
 
 
 def hw_op(layer) -> str:
-    """The U85 hardware operation of an isa_models.ethos_u NpuLayer."""
+    """The U85 hardware operation of an isa_models.ethos_u.layers NpuLayer."""
     if layer.kind in ("conv", "vector_product"):
         return "conv"  # ExecuTorch's TOSA lowering hands Vela a linear layer as a 1x1 Conv2D
     if layer.kind == "depthwise":
