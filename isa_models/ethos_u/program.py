@@ -3,7 +3,7 @@
     est = estimate_ops(ops, "ethos-u55-128")            # ops: OpInput per KernelCall
     est.total_cycles, [(r.placement, r.cycles, r.bound) for r in est.rows]
 
-Per op (refsim's cost hook describes it as isa_models.program ``Work``: CMSIS-NN calls with
+Per op (refsim's cost hook describes it as isa_models.cortex_m.program ``Work``: CMSIS-NN calls with
 their parameters), :mod:`isa_models.ethos_u.supported` decides NPU or CPU. An NPU op becomes
 one or more :class:`~isa_models.ethos_u.layers.NpuLayer` (a CMSIS-NN call maps to the Vela operator
 doing the same: convolve -> Conv2D, depthwise with multiplier on a one-channel input ->
@@ -12,7 +12,7 @@ backend feeds Vela (``decompose_softmax_pass``: max, subtract, exp table, sum, r
 table, multiply, with a TOSA RESCALE pass per int8 operand), pad before a convolution ->
 folded into its padding (Vela ``replace_pad_by_hw_pad``), view/clone copies -> nothing
 (Vela's memory-only ops)), each costed by :func:`isa_models.ethos_u.layers.layer_cycles`. A CPU op
-is costed on the host core by the CPU model (isa_models.program ``cost_of``, the core's
+is costed on the host core by the CPU model (isa_models.cortex_m.program ``cost_of``, the core's
 calibration) plus ExecuTorch's dispatch, converted to NPU cycles at the ratio of the clocks.
 
 Hand-over: every run of consecutive NPU ops is one delegate call (ExecuTorch's
@@ -27,6 +27,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from isa_models.cortex_m.program import (
+    CopyWork,
+    FloatWork,
+    KernelWork,
+    NoEstimate,
+    Work,
+    cost_of,
+    dispatch_cost,
+)
 from isa_models.cost import Cost
 from isa_models.errors import IsaModelError
 from isa_models.ethos_u import u85
@@ -35,7 +44,6 @@ from isa_models.ethos_u.layers import LayerCycles, NpuContext, NpuLayer, layer_c
 from isa_models.ethos_u.supported import Call, npu_rejections, unsupported_function
 from isa_models.ethos_u.systems import MEMORY_MODES, MemoryMode, NpuSystem, resolve
 from isa_models.ethos_u.weights import encoded_weight_bytes
-from isa_models.program import CopyWork, FloatWork, KernelWork, NoEstimate, Work, cost_of, dispatch_cost
 
 CONV_LIKE = ("arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8", "arm_transpose_conv_wrapper_s8",
              "arm_avgpool_s8", "arm_max_pool_s8")  # fmt: skip

@@ -27,7 +27,7 @@ def _measure(cases, cpu: str, kernels_dir: Path | None, system: str | None) -> d
 
     if missing_toolchain() is not None:
         return {}
-    from isa_models.cores import get_core_model
+    from isa_models.cortex_m.cores import get_core_model
     from refsim.qemu import conformance as qc
     from refsim.qemu import timing_cli
 
@@ -47,10 +47,10 @@ def estimate_vectors(
     vectors: Path, cpu: str, kernel: list[str] | None, json_path: Path | None, *, kernels_dir: Path | None,
     system: str | None,
 ) -> None:  # fmt: skip
-    from isa_models.calibration import CalibrationError, load
-    from isa_models.cores import get_core_model
+    from isa_models.cortex_m.calibration import CalibrationError, load
+    from isa_models.cortex_m.cores import get_core_model
+    from isa_models.cortex_m.formulas import CostModelError, estimate_call, route
     from isa_models.errors import IsaModelError
-    from isa_models.formulas import CostModelError, estimate_call, route
     from refsim.conformance import vectors as vec
 
     try:

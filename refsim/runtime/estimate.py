@@ -5,7 +5,7 @@
 
 Per KernelCall the op's cost hook (refsim/ops/cost.py) describes its work and isa_models prices
 it from the core's calibration; each call adds ExecuTorch's dispatch cost
-(isa_models.program.dispatch_cost); a program exported with QuantizeInputs/QuantizeOutputs adds
+(isa_models.cortex_m.program.dispatch_cost); a program exported with QuantizeInputs/QuantizeOutputs adds
 the application's float→int8 input and int8→float output steps. An op the model cannot price
 is a row marked "no estimate" and the total says it is a lower bound, never a silent 0.
 
@@ -46,9 +46,9 @@ class Target(NamedTuple):
 def resolve_target(
     method: Method, *, isa: str | None, cpu: str | None, system: str | None, clock_mhz: float | None
 ) -> Target:
-    from isa_models.cores import get_core_model
+    from isa_models.cortex_m.cores import get_core_model
+    from isa_models.cortex_m.systems import get_system
     from isa_models.errors import IsaModelError
-    from isa_models.systems import get_system
 
     try:
         preset = get_system(system) if system else None
@@ -123,8 +123,8 @@ class Estimate:
 
 
 def _variant(works, tier: str) -> str:
-    from isa_models.formulas import route
-    from isa_models.program import CopyWork, FloatWork, KernelWork
+    from isa_models.cortex_m.formulas import route
+    from isa_models.cortex_m.program import CopyWork, FloatWork, KernelWork
 
     names = []
     for w in works:
@@ -138,7 +138,7 @@ def _variant(works, tier: str) -> str:
 
 
 def _io_rows(program: Program, method: Method, target: Target, library: str | None) -> list[Row]:
-    from isa_models.program import FloatWork, cost_of
+    from isa_models.cortex_m.program import FloatWork, cost_of
     from refsim.runtime.describe import io_quantization
     from refsim.runtime.tensor import TensorRef
 
@@ -169,7 +169,7 @@ def estimate_method(
     """Estimate ``method`` (see the module docstring). ``foreign_exports``: cost an op exported
     for another tier (an MVE linear on a DSP core) as the same CMSIS-NN call on this tier
     instead of refusing it; for benchmarks only, the device could not run that file."""
-    from isa_models.calibration import CalibrationError, load
+    from isa_models.cortex_m.calibration import CalibrationError, load
     from refsim.ops.cost import FOREIGN_EXPORTS
 
     target = resolve_target(method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
@@ -192,10 +192,10 @@ def estimate_method(
 
 
 def _estimate_calls(est: Estimate, method: Method, target: Target, library: str) -> None:
-    from isa_models.calibration import CalibrationError
+    from isa_models.cortex_m.calibration import CalibrationError
+    from isa_models.cortex_m.formulas import CostModelError
+    from isa_models.cortex_m.program import cost_of, dispatch_cost, execute_cost
     from isa_models.errors import IsaModelError
-    from isa_models.formulas import CostModelError
-    from isa_models.program import cost_of, dispatch_cost, execute_cost
     from refsim.ops.cost import cost_hook
     from refsim.ops.registry import OpError
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from isa_models import calibration, formulas
-from isa_models.calibration import QUANTITIES, CalibrationError, load, parse
-from isa_models.formulas import estimate_call
+from isa_models.cortex_m import calibration, formulas
+from isa_models.cortex_m.calibration import QUANTITIES, CalibrationError, load, parse
+from isa_models.cortex_m.formulas import estimate_call
 from refsim.qemu import missing_toolchain
 
 SHIPPED = calibration.available()

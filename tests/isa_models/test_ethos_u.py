@@ -220,8 +220,8 @@ def test_kws_runs_on_the_npu_in_one_delegate_on_u85_and_two_on_u55():
 
 
 def test_batch_two_goes_to_the_host_with_the_rule():
+    from isa_models.cortex_m.program import KernelWork
     from isa_models.ethos_u.program import OpInput, estimate_ops
-    from isa_models.program import KernelWork
 
     works = (KernelWork("arm_convolve_wrapper_s8", conv_call(n=2).params, weights_bytes=1216),)
     est = estimate_ops([OpInput(0, "cortex_m::quantized_conv2d.out", works)], "ethos-u55-128")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from isa_models import calibration
-from isa_models.cores import CORE_MODELS
-from isa_models.program import NoEstimate
+from isa_models.cortex_m import calibration
+from isa_models.cortex_m.cores import CORE_MODELS
+from isa_models.cortex_m.program import NoEstimate
 from refsim.cli import main
 from refsim.ops.cost import attach, cost_hook
 from refsim.ops.registry import all_ops

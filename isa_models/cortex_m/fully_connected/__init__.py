@@ -21,7 +21,7 @@ rows per pass, then one: ``tail_blocks`` = (rows mod 5)·⌈cols/16⌉ (:func:`_
 
 from __future__ import annotations
 
-from isa_models.formula import Features, Formula
+from isa_models.cortex_m.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Params, ceil_div, dims, value
 
 FAMILY = "fully_connected"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from isa_models.formula import Features, Formula
+from isa_models.cortex_m.formula import Features, Formula
 from isa_models.shapes import ByteOps, Params, ceil_div, dims, value
 
 FAMILY = "layout"

@@ -1,6 +1,6 @@
-"""Where the facts of the named system presets (isa_models/systems.py) come from.
+"""Where the facts of the named system presets (isa_models/cortex_m/systems.py) come from.
 
-One tuple of :class:`~isa_models.cores.Source` per preset name, each saying how far it was
+One tuple of :class:`~isa_models.cortex_m.cores.Source` per preset name, each saying how far it was
 checked (``confirmed`` / ``corrected`` against the public copy in ``url``, ``unverified``,
 ``model``) and which preset fields it backs. Kept apart from the numbers so the table stays
 readable; systems.py checks that every preset field it needs is backed by some source.
@@ -8,7 +8,7 @@ readable; systems.py checks that every preset field it needs is backed by some s
 
 from __future__ import annotations
 
-from isa_models.cores import Source
+from isa_models.cortex_m.cores import Source
 
 _RM0432 = "ST RM0432 Reference manual STM32L4+ Series"
 _RM0455 = "ST RM0455 Reference manual STM32H7A3/7B3/7B0"
@@ -66,7 +66,7 @@ SOURCES: dict[str, tuple[Source, ...]] = {
         ),
         Source(
             "refsim",
-            "isa_models/systems.py",
+            "isa_models/cortex_m/systems.py",
             "no flash on the path: code in ITCM, weights in SRAM, activations in DTCM",
             "model",
             fields=(
@@ -276,7 +276,7 @@ SOURCES: dict[str, tuple[Source, ...]] = {
         ),
         Source(
             "refsim",
-            "isa_models/systems.py",
+            "isa_models/cortex_m/systems.py",
             "no data cache modelled (see the FCACHE fact)",
             "model",
             fields=("data_cache_bytes",),

@@ -1,12 +1,12 @@
-"""The designed calibration sweep of the fully_connected family (:mod:`isa_models.fully_connected`): FC, batch mat-mult and vector-sum shapes (K tails, odd columns, real layers).
-Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.formulas.sweep`), never by
+"""The designed calibration sweep of the fully_connected family (:mod:`isa_models.cortex_m.fully_connected`): FC, batch mat-mult and vector-sum shapes (K tails, odd columns, real layers).
+Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.cortex_m.formulas.sweep`), never by
 an estimate. Shapes appended later go last, so the earlier ones keep their fit / held-out roles
 (refsim's ``sweep_calls`` holds out every 4th shape of a route).
 """
 
 from __future__ import annotations
 
-from isa_models.fully_connected import bmm_params, fc_params
+from isa_models.cortex_m.fully_connected import bmm_params, fc_params
 
 _FC_SHAPES = (
     (1, 64, 12),

@@ -1,12 +1,12 @@
-"""The designed calibration sweep of the pooling family (:mod:`isa_models.pooling`): the same windows for every pooling function.
-Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.formulas.sweep`), never by
+"""The designed calibration sweep of the pooling family (:mod:`isa_models.cortex_m.pooling`): the same windows for every pooling function.
+Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.cortex_m.formulas.sweep`), never by
 an estimate. Shapes appended later go last, so the earlier ones keep their fit / held-out roles
 (refsim's ``sweep_calls`` holds out every 4th shape of a route).
 """
 
 from __future__ import annotations
 
-from isa_models.pooling import FORMULAS, pool_params
+from isa_models.cortex_m.pooling import FORMULAS, pool_params
 
 _SHAPES = (
     ((1, 25, 5, 64), (25, 5), (1, 1)),

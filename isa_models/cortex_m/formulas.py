@@ -1,13 +1,13 @@
 """Every cost formula, by CMSIS-NN function, and the estimate of one call on one core.
 
-    from isa_models.formulas import estimate_call
+    from isa_models.cortex_m.formulas import estimate_call
     cost = estimate_call("arm_convolve_wrapper_s8", params, core="cortex-m55")   # a Cost
 
 ``params`` are the call's scalar parameters under CMSIS-NN's names (shared VECTORS.md). The
 call is routed with kernels_py's predicates for the core's tier (one family = one module
-name in every layer: :mod:`isa_models.conv`, ``depthwise``, ``fully_connected``, ``pooling``,
-``elementwise``, ``softmax``, ``layout``, ``activation``), its features computed, and the
-features weighted by the coefficients of that core's calibration file::
+name in every layer: :mod:`isa_models.cortex_m.conv`, ``depthwise``, ``fully_connected``,
+``pooling``, ``elementwise``, ``softmax``, ``layout``, ``activation``), its features computed,
+and the features weighted by the coefficients of that core's calibration file::
 
     instructions = Σ_f a_f · feature_f        cycles = Σ_f b_f · feature_f
 
@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
 from typing import NamedTuple
 
+from isa_models.cortex_m.formula import Features, Formula
 from isa_models.cost import Cost
 from isa_models.errors import IsaModelError
-from isa_models.formula import Features, Formula
 from isa_models.shapes import Params
 
 #: The formula modules, one per op family (the same names as kernels_py's modules), by name:
@@ -88,10 +88,11 @@ _LOADED: dict[str, ModuleType] = {}
 
 
 def family(name: str) -> ModuleType:
-    """The family module ``isa_models.<name>`` (imported on first use)."""
+    """The family package ``isa_models.cortex_m.<name>``, whose ``__init__`` holds its formulas
+    (imported on first use; its ``sweep`` and ``kernels_c`` modules are not)."""
     module = _LOADED.get(name)
     if module is None:
-        module = _LOADED[name] = importlib.import_module(f"isa_models.{name}")
+        module = _LOADED[name] = importlib.import_module(f"isa_models.cortex_m.{name}")
     return module
 
 
@@ -126,9 +127,9 @@ def __getattr__(name: str):
 
 def sweep(name: str) -> list[tuple[str, dict[str, int]]]:
     """Family ``name``'s designed calibration sweep, (public function, params) per shape: its
-    module ``isa_models.<name>_sweep``, apart from the formulas so an estimate never compiles
+    module ``isa_models.cortex_m.<name>.sweep``, apart from the formulas so an estimate never compiles
     the shape tables (``refsim calibrate`` and the tests import it)."""
-    return importlib.import_module(f"isa_models.{name}_sweep").sweep()
+    return importlib.import_module(f"isa_models.cortex_m.{name}.sweep").sweep()
 
 
 def _router(function: str) -> ModuleType:
@@ -196,8 +197,8 @@ def estimate_call(
     fallback: bool = True,
 ) -> Cost:
     """The Cost of one call of ``function`` on ``core`` from ``library``'s calibration
-    (default: :data:`isa_models.calibration.DEFAULT_LIBRARY`)."""
-    from isa_models.calibration import LIBRARY_PREFERENCE, CalibrationError, load
+    (default: :data:`isa_models.cortex_m.calibration.DEFAULT_LIBRARY`)."""
+    from isa_models.cortex_m.calibration import LIBRARY_PREFERENCE, CalibrationError, load
 
     calibration = load(core, library)
     tier = tier or calibration.tier

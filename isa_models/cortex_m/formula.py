@@ -2,7 +2,7 @@
 
     instructions = Σ_f  a_f · feature_f(shape)        cycles = Σ_f  b_f · feature_f(shape)
 
-``a`` and ``b`` come from a calibration file (:mod:`isa_models.calibration`), one set per
+``a`` and ``b`` come from a calibration file (:mod:`isa_models.cortex_m.calibration`), one set per
 CMSIS-NN function (and routing variant) per core, fitted on measured calls. The features are
 counts a kernel's loops run (calls, output pixels, outputs requantized, inner-loop passes,
 tails), so each coefficient is "instructions (cycles) per trip of that loop".
@@ -49,7 +49,7 @@ class Formula(NamedTuple):
         features = dict(self.library_features).get(library or "", self.features)
         if not self.by_arch or core is None:
             return features
-        from isa_models.cores import get_core_model
+        from isa_models.cortex_m.cores import get_core_model
 
         return partial(features, arch=get_core_model(core).arch)
 
@@ -59,7 +59,7 @@ class Formula(NamedTuple):
 
 def imported_at_call(module: str, name: str) -> Callable[..., Features]:
     """The feature function ``module.name``, imported at its first call: another library's own
-    loops (kernels_c's, in ``isa_models.<family>_kernels_c``) that an estimate of the default
+    loops (kernels_c's, in ``isa_models.cortex_m.<family>.kernels_c``) that an estimate of the default
     library never compiles. Keyword arguments (``arch=``) pass through."""
 
     def features(p: Params, tier: str, **kwargs) -> Features:

@@ -1,5 +1,5 @@
-"""The designed calibration sweep of the depthwise family (:mod:`isa_models.depthwise`): designed shapes per route (3x3, _opt, generic, MVE one-channel inputs) and seeded draws between them.
-Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.formulas.sweep`), never by
+"""The designed calibration sweep of the depthwise family (:mod:`isa_models.cortex_m.depthwise`): designed shapes per route (3x3, _opt, generic, MVE one-channel inputs) and seeded draws between them.
+Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.cortex_m.formulas.sweep`), never by
 an estimate. Shapes appended later go last, so the earlier ones keep their fit / held-out roles
 (refsim's ``sweep_calls`` holds out every 4th shape of a route).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa_models.depthwise import PUBLIC_WRAPPER
+from isa_models.cortex_m.depthwise import PUBLIC_WRAPPER
 from isa_models.shapes import ceil_div
 
 

@@ -1,6 +1,6 @@
 """Named system presets: a core on a part, with the memory facts the cycle estimate needs.
 
-One frozen table, :data:`SYSTEMS`. Each preset names its core (isa_models/cores.py), the clock
+One frozen table, :data:`SYSTEMS`. Each preset names its core (isa_models/cortex_m/cores.py), the clock
 it runs at, where code, weights and activations live, and the wait states of those memories,
 every fact with its source (datasheet or reference-manual name and section) in ``sources``.
 ``ideal-<core>`` presets are zero-wait-state systems (all memories single cycle).
@@ -24,8 +24,8 @@ The timing layer (refsim/qemu/timing.py) charges, per executed block,
 Latency here means wait states added to a single-cycle access; SRAM and TCM are zero-wait on
 every preset unless stated.
 
-Provenance: every fact names its document and section (the tuples in isa_models/system_sources.py)
-and says how far it was checked (``Source.status``, isa_models/cores.py ``SOURCE_STATUSES``):
+Provenance: every fact names its document and section (the tuples in isa_models/cortex_m/system_sources.py)
+and says how far it was checked (``Source.status``, isa_models/cortex_m/cores.py ``SOURCE_STATUSES``):
 ``confirmed`` against a public copy (``url``: the reference manual's text, or the vendor's own
 code that encodes the manual's table, e.g. ST's HAL wait-state tables, Renesas FSP's
 ``bsp_feature.h``), ``corrected`` to what that copy states (the old value in the fact),
@@ -41,9 +41,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isa_models.cores import CORE_MODELS, Source, get_core_model
+from isa_models.cortex_m.cores import CORE_MODELS, Source, get_core_model
+from isa_models.cortex_m.system_sources import SOURCES
 from isa_models.errors import UnknownNameError
-from isa_models.system_sources import SOURCES
 
 #: Memories a preset may place code, weights or activations in.
 MEMORIES: tuple[str, ...] = ("flash", "sram", "itcm", "dtcm", "mram")
@@ -109,7 +109,7 @@ def _ideal(core: str) -> SystemPreset:
         sources=(
             Source(
                 "refsim",
-                "isa_models/systems.py",
+                "isa_models/cortex_m/systems.py",
                 "every memory single cycle; 100 MHz nominal",
                 "model",
                 fields=(*FACT_FIELDS, "tcm_wait_states"),

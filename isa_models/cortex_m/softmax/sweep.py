@@ -1,5 +1,5 @@
-"""The designed calibration sweep of the softmax family (:mod:`isa_models.softmax`): rows x row sizes.
-Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.formulas.sweep`), never by
+"""The designed calibration sweep of the softmax family (:mod:`isa_models.cortex_m.softmax`): rows x row sizes.
+Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.cortex_m.formulas.sweep`), never by
 an estimate. Shapes appended later go last, so the earlier ones keep their fit / held-out roles
 (refsim's ``sweep_calls`` holds out every 4th shape of a route).
 """

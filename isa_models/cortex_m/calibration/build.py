@@ -1,5 +1,5 @@
 """Building a calibration file from measured calls: the coefficients fitted on the ``fit``
-records, the errors on the ``held_out`` ones (file layout: :mod:`isa_models.calibration`).
+records, the errors on the ``held_out`` ones (file layout: :mod:`isa_models.cortex_m.calibration`).
 ``refsim calibrate`` measures and hands the records to :func:`build_document`."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from isa_models.calibration import FORMAT, QUANTITIES, VERSION, CalibrationError
+from isa_models.cortex_m.calibration import FORMAT, QUANTITIES, VERSION, CalibrationError
 from isa_models.fit import fit_coefficients, relative_errors
 
 

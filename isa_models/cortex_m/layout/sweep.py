@@ -1,5 +1,5 @@
-"""The designed calibration sweep of the layout family (:mod:`isa_models.layout`): pads and transposes (unit-stride rows, word tails) and a seeded draw of both.
-Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.formulas.sweep`), never by
+"""The designed calibration sweep of the layout family (:mod:`isa_models.cortex_m.layout`): pads and transposes (unit-stride rows, word tails) and a seeded draw of both.
+Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.cortex_m.formulas.sweep`), never by
 an estimate. Shapes appended later go last, so the earlier ones keep their fit / held-out roles
 (refsim's ``sweep_calls`` holds out every 4th shape of a route).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa_models.layout import pad_params, transpose_params
+from isa_models.cortex_m.layout import pad_params, transpose_params
 
 
 def sweep() -> list[tuple[str, dict[str, int]]]:

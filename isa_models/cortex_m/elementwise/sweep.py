@@ -1,12 +1,12 @@
-"""The designed calibration sweep of the elementwise family (:mod:`isa_models.elementwise`): block sizes for add/mul, broadcast pairs for maximum/minimum.
-Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.formulas.sweep`), never by
+"""The designed calibration sweep of the elementwise family (:mod:`isa_models.cortex_m.elementwise`): block sizes for add/mul, broadcast pairs for maximum/minimum.
+Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.cortex_m.formulas.sweep`), never by
 an estimate. Shapes appended later go last, so the earlier ones keep their fit / held-out roles
 (refsim's ``sweep_calls`` holds out every 4th shape of a route).
 """
 
 from __future__ import annotations
 
-from isa_models.elementwise import minmax_params
+from isa_models.cortex_m.elementwise import minmax_params
 
 _SIZES = (64, 256, 1000, 1024, 4096, 37, 513, 2048, 3200, 129)
 

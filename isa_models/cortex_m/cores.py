@@ -27,7 +27,7 @@ M55 and M85 TRMs had no public copy in reach). The instruction-timed cycles (ref
                                     ``loop_end_refill``; POP {..,PC}/LDR PC: ``load_pc_refill``;
                                     BL: ``call_extra_cycles`` more
 
-and the system (isa_models/systems.py) adds memory wait states. Peak MAC/cycle: the int8
+and the system (isa_models/cortex_m/systems.py) adds memory wait states. Peak MAC/cycle: the int8
 multiply-accumulates per cycle of the best instruction sequence (REFERENCE.md section 4).
 """
 

@@ -1,6 +1,6 @@
 """Calibration files: measured calls and the coefficients fitted to them, per library and core.
 
-``isa_models/calibration/<library>/<core>.json`` (written by ``refsim calibrate``)::
+``isa_models/cortex_m/calibration/<library>/<core>.json`` (written by ``refsim calibrate``)::
 
     {"library", "core", "tier", "provenance": {library, library_commit, gcc, qemu, llvm_mca, flags,
      command, date, cycles_source},
@@ -13,7 +13,7 @@ with records ``{"shape": {params}, "features": {...}, "instructions": int, "cycl
 The coefficients are fitted on ``fit`` only (:mod:`isa_models.fit`); ``error`` is measured on
 ``held_out``, shapes the fit never saw. Nothing here runs QEMU: refsim's ``calibrate`` command
 measures and hands the records to :func:`build_document`, which with :class:`Measurement` and
-:func:`fit_function` lives in :mod:`isa_models.calibration.build` (an estimate only reads files;
+:func:`fit_function` lives in :mod:`isa_models.cortex_m.calibration.build` (an estimate only reads files;
 the names are importable from here too).
 """
 
@@ -162,9 +162,10 @@ _BUILD = ("Measurement", "build_document", "fit_function")
 
 
 def __getattr__(name: str):
-    """:data:`_BUILD` names from :mod:`isa_models.calibration.build`, imported on first use (PEP 562)."""
+    """:data:`_BUILD` names from :mod:`isa_models.cortex_m.calibration.build`, imported on first use
+    (PEP 562)."""
     if name in _BUILD:
-        from isa_models.calibration import build
+        from isa_models.cortex_m.calibration import build
 
         return getattr(build, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

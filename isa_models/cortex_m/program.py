@@ -3,7 +3,7 @@
 An op's cost hook (refsim/ops/cost.py) describes the op as work items; this module prices them:
 
 - :class:`KernelWork` — a CMSIS-NN call (function + VECTORS.md params), priced by the
-  calibrated formulas (:func:`isa_models.formulas.estimate_call`); ``repeat`` for calls made
+  calibrated formulas (:func:`isa_models.cortex_m.formulas.estimate_call`); ``repeat`` for calls made
   once per image or row.
 - :class:`CopyWork` — bytes a portable layout op moves (view/clone/cat/slice copies: runs of
   contiguous bytes), priced as arm_pad_s8 without padding (the same memcpy loops) from the
@@ -15,7 +15,7 @@ An op's cost hook (refsim/ops/cost.py) describes the op as work items; this modu
 - :class:`NoEstimate` — an op the model cannot price; it shows as "no estimate", never 0.
 
 Plus :func:`dispatch_cost` per KernelCall (ExecuTorch's Method::execute loop and the op's
-argument unboxing, measured per core: isa_models/dispatch.json) and :func:`execute_cost` once per
+argument unboxing, measured per core: isa_models/cortex_m/dispatch.json) and :func:`execute_cost` once per
 inference, and the memory-system penalty of :func:`memory_penalty` for a system
 whose weights or code sit in flash.
 """
@@ -29,9 +29,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
-from isa_models.cores import get_core_model
+from isa_models.cortex_m.cores import get_core_model
+from isa_models.cortex_m.formulas import estimate_call
 from isa_models.cost import NO_ESTIMATE, Cost
-from isa_models.formulas import estimate_call
 
 
 class KernelWork(NamedTuple):
@@ -94,7 +94,7 @@ class FloatTable(NamedTuple):
     call: float = 0.0
 
 
-#: The old rule-of-thumb rates by FPU kind (isa_models.cores ``fpu``), for a core without a
+#: The old rule-of-thumb rates by FPU kind (isa_models.cortex_m.cores ``fpu``), for a core without a
 #: measurement (:data:`FLOAT_DATA`). Hardware FPUs: VADD/VMUL/VFMA issue in 1 cycle and
 #: VDIV/VSQRT take 14 (Cortex-M4 TRM r0p1, table 7-1; M7/M33/M55 alike), a loop-carried
 #: dependency exposes the 3-cycle latency, so 2 cycles per add or mul; transcendentals ~20 FPU
@@ -336,7 +336,7 @@ def execute_cost(core: str) -> Cost:
 
 
 def memory_penalty(cost: Cost, weights_bytes: int, system) -> Cost:
-    """Extra cycles of a system (isa_models.systems preset) whose weights or code are in flash
+    """Extra cycles of a system (isa_models.cortex_m.systems preset) whose weights or code are in flash
     or MRAM, on top of the zero-wait-state calibration: weights read through a data cache /
     line buffer cost ``⌈bytes / line⌉ · ws`` (each line fetched once), without one a wait per
     word read (``bytes / 4 · ws`` per pass); code in flash without an accelerator waits
@@ -399,7 +399,7 @@ def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, sys
             total = total + (c.scaled(w.repeat) if w.repeat != 1 else c)
         elif isinstance(w, CopyWork):
             if w.nbytes:
-                from isa_models import layout  # imported only by a program with copies
+                from isa_models.cortex_m import layout  # imported only by a program with copies
 
                 total = total + estimate_call(
                     "arm_pad_s8", layout.copy_params(w.nbytes, w.runs), core, library=library

@@ -3,7 +3,7 @@
 Routing is kernels_py's ``select_depthwise_kernel`` (per tier): arm_depthwise_conv_3x3_s8 and
 arm_depthwise_conv_s8_opt for the ``ch_mult == 1`` group, arm_depthwise_conv_s8 for the rest,
 and on MVE a one-channel input with many outputs goes to arm_convolve_wrapper_s8 (costed by
-:mod:`isa_models.conv` as ``arm_depthwise_conv_wrapper_s8/to_conv``).
+:mod:`isa_models.cortex_m.conv` as ``arm_depthwise_conv_wrapper_s8/to_conv``).
 
 Features (P = N·OH·OW output pixels, C = output channels, T = Σ over pixels of the filter taps
 inside the input — the kernels skip padding — and λ channels per pass from
@@ -27,8 +27,8 @@ inside the input — the kernels skip padding — and λ channels per pass from
 
 from __future__ import annotations
 
-from isa_models import conv as conv_formulas
-from isa_models.formula import Features, Formula, imported_at_call
+from isa_models.cortex_m import conv as conv_formulas
+from isa_models.cortex_m.formula import Features, Formula, imported_at_call
 from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps, value
 from kernels_py import depthwise
 from kernels_py.types import DwConvParams
@@ -216,8 +216,9 @@ def _formula(key: str, doc: str) -> Formula:
     return Formula(key, PUBLIC_WRAPPER, _features, macs, nbytes, doc)
 
 
-#: kernels_c's own loops (:mod:`isa_models.depthwise_kernels_c`), imported only by an estimate of kernels_c.
-_KERNELS_C = "isa_models.depthwise_kernels_c"
+#: kernels_c's own loops (:mod:`isa_models.cortex_m.depthwise.kernels_c`), imported only by an
+#: estimate of kernels_c.
+_KERNELS_C = "isa_models.cortex_m.depthwise.kernels_c"
 
 FORMULAS: dict[str, Formula] = {
     f.key: f

@@ -1,4 +1,4 @@
-"""The designed calibration sweep of the convolution family (:mod:`isa_models.conv`): per route,
+"""The designed calibration sweep of the convolution family (:mod:`isa_models.cortex_m.conv`): per route,
 hand-picked shapes that pin the corners (odd tails, padding, strides, real layers) and a seeded
 space-filling draw between them. Shapes appended later go last, so the earlier ones keep their
 fit / held-out roles (refsim's ``sweep_calls`` holds out every 4th shape of a route).
@@ -114,7 +114,7 @@ MAX_DRAWN_MACS = 400_000
 def _drawn(seed: int, count: int, draw) -> list[dict[str, int]]:
     """``count`` shapes from ``draw`` with a fixed seed (a space-filling part of the designed
     sweep: the hand-picked shapes above pin the corners, these fill the space between)."""
-    from isa_models.conv import conv_macs, transpose_macs  # the formulas module imports this one
+    from isa_models.cortex_m.conv import conv_macs, transpose_macs  # the formulas module imports this one
 
     rng = np.random.default_rng(seed)
     out: list[dict[str, int]] = []

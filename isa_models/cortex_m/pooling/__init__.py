@@ -20,7 +20,7 @@ and its max pool (every tier) loop differently: see :func:`_avgpool_features` an
 
 from __future__ import annotations
 
-from isa_models.formula import Features, Formula
+from isa_models.cortex_m.formula import Features, Formula
 from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile, valid_taps, value
 
 FAMILY = "pooling"

@@ -17,15 +17,15 @@ axis, stride 2) makes odd upscaled rows and columns zeros, read as padding. The 
 column collection (:func:`mve_column_calls`) and kernels_c's arm_transpose_conv_s8 gather
 (:func:`transpose_features`) are here too, and the convolution's features that use them
 (:func:`conv_features`): all kernels_c's loops only, imported by an estimate of kernels_c alone
-(:func:`isa_models.formula.imported_at_call`).
+(:func:`isa_models.cortex_m.formula.imported_at_call`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from isa_models import conv
-from isa_models.formula import Features
+from isa_models.cortex_m import conv
+from isa_models.cortex_m.formula import Features
 from isa_models.shapes import BLOCKING, ByteOps, Params, ceil_div, dims, tile
 from kernels_py.types import Tile
 
@@ -198,9 +198,9 @@ def _mve_slots(p: Params) -> int:
 
 def conv_features(p: Params, tier: str, reverse: bool = False) -> Features:
     """kernels_c's arm_convolve_s8 (conv_s8_{scalar,dsp,mve}.c engines): per call, output row,
-    pixel and output; the mat-mult of :func:`isa_models.conv._mat_mult` (MVE: 4-column passes with a
+    pixel and output; the mat-mult of :func:`isa_models.cortex_m.conv._mat_mult` (MVE: 4-column passes with a
     predicated K tail, the last < 4 columns as one more pass); im2col as
-    :func:`isa_models.conv_kernels_c.im2col_features` runs it. ``reverse``: the transpose-conv
+    :func:`isa_models.cortex_m.conv.kernels_c.im2col_features` runs it. ``reverse``: the transpose-conv
     wrapper's reverse route, the filter reversed (:func:`filter_reversal`)
     then this convolution on the input upscaled by the stride (virtually: up = stride 2), padding
     K−1−pad, stride 1."""

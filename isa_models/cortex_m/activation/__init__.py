@@ -14,7 +14,7 @@ Features (n elements, λ elements per pass: 4 on DSP (``__SSAT``/``__USAT`` on p
 
 from __future__ import annotations
 
-from isa_models.formula import Features, Formula
+from isa_models.cortex_m.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Params, ceil_div, value
 
 FAMILY = "activation"

@@ -17,7 +17,7 @@ per mat-mult pass)::
     pixels    = P·G                                   per im2col column: loop and pointer setup
     outputs   = P·C·G                                 per-output requantization and store
     im2col_*  = the column building of the kernels that need one (CMSIS-NN: ``_im2col_calls``;
-                kernels_c: :func:`isa_models.conv_kernels_c.im2col_features`); the 1x1 kernels
+                kernels_c: :func:`isa_models.cortex_m.conv.kernels_c.im2col_features`); the 1x1 kernels
                 read their columns in place
     blocks    = ⌊P/Pb⌋·⌊C/Cb⌋·⌊K/L⌋·G  (MVE: ⌈P/Pb⌉·C·⌈K/L⌉·G, the K tail is predicated)
     k_tail    = ⌊P/Pb⌋·Pb·C·(K mod L)·G   (0 on MVE)                 scalar tail MACs
@@ -34,17 +34,17 @@ arm_convolve_s8 builds its columns with a loop trip per (pixel, filter row) and 
 memcpy/memset per (pixel, tap), and widens them to int16 off MVE (``_cmsis_conv_features``);
 its 1xN kernel is that off MVE and three mat-mults on MVE (``_cmsis_1_x_n_features``).
 kernels_c's arm_convolve_s8, 1xN kernel and reverse transpose route count its own im2col
-loops (:func:`isa_models.conv_kernels_c.conv_features`). A transpose
+loops (:func:`isa_models.cortex_m.conv.kernels_c.conv_features`). A transpose
 convolution (arm_transpose_conv_s8) is costed per library: CMSIS-NN scatters input rows into
 an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per output pixel
-(:func:`isa_models.conv_kernels_c.transpose_features`); each docstring has the features.
+(:func:`isa_models.cortex_m.conv.kernels_c.transpose_features`); each docstring has the features.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from isa_models.formula import Features, Formula, imported_at_call
+from isa_models.cortex_m.formula import Features, Formula, imported_at_call
 from isa_models.shapes import BLOCKING, Blocking, ByteOps, Params, ceil_div, dims, tile, valid_taps
 from kernels_py import conv
 from kernels_py.types import ConvParams, TransposeConvParams
@@ -333,8 +333,9 @@ def transpose_macs(p: Params) -> int:
     return i.n * i.h * i.w * i.c * f.h * f.w * f.n
 
 
-#: kernels_c's own loops (:mod:`isa_models.conv_kernels_c`), imported only by an estimate of kernels_c.
-_KERNELS_C = "isa_models.conv_kernels_c"
+#: kernels_c's own loops (:mod:`isa_models.cortex_m.conv.kernels_c`), imported only by an estimate
+#: of kernels_c.
+_KERNELS_C = "isa_models.cortex_m.conv.kernels_c"
 _KERNELS_C_CONV = imported_at_call(_KERNELS_C, "conv_features")
 
 FORMULAS: dict[str, Formula] = {

@@ -1,11 +1,11 @@
 """kernels_c's depthwise loops (kernels_c/src/depthwise_s8_{scalar,dsp,mve}.c), as
-:mod:`isa_models.depthwise`'s kernels_c features: imported only by an estimate of kernels_c
-(:func:`isa_models.formula.imported_at_call`), never by one of the real CMSIS-NN.
+:mod:`isa_models.cortex_m.depthwise`'s kernels_c features: imported only by an estimate of kernels_c
+(:func:`isa_models.cortex_m.formula.imported_at_call`), never by one of the real CMSIS-NN.
 """
 
 from __future__ import annotations
 
-from isa_models.formula import Features
+from isa_models.cortex_m.formula import Features
 from isa_models.shapes import Params, ceil_div, dims, tile, valid_taps, value
 
 

@@ -17,7 +17,7 @@ built with it). Features (R rows of S elements, λ = 16 int8 lanes on MVE)::
 
 from __future__ import annotations
 
-from isa_models.formula import Features, Formula
+from isa_models.cortex_m.formula import Features, Formula
 from isa_models.shapes import Params, ceil_div, value
 
 FAMILY = "softmax"

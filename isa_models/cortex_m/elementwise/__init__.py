@@ -16,7 +16,7 @@ No routing. Features (n elements, λ elements per pass from :data:`isa_models.sh
 
 from __future__ import annotations
 
-from isa_models.formula import Features, Formula
+from isa_models.cortex_m.formula import Features, Formula
 from isa_models.shapes import BLOCKING, Params, ceil_div, dims, value
 
 FAMILY = "elementwise"
