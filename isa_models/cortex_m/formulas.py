@@ -19,12 +19,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from isa_models.cortex_m.formula import Features, Formula
 from isa_models.cost import Cost
 from isa_models.errors import IsaModelError
 from isa_models.shapes import Params
+
+if TYPE_CHECKING:
+    from isa_models.cortex_m.calibration import CalibrationSet
 
 #: The formula modules, one per op family (the same names as kernels_py's modules), by name:
 #: :data:`FAMILIES` imports them all; an estimate imports only those its calls route through.
@@ -195,12 +198,19 @@ def estimate_call(
     tier: str | None = None,
     memory: str = "sram",
     fallback: bool = True,
+    calibrations: CalibrationSet | None = None,
 ) -> Cost:
     """The Cost of one call of ``function`` on ``core`` from ``library``'s calibration
-    (default: :data:`isa_models.cortex_m.calibration.DEFAULT_LIBRARY`)."""
-    from isa_models.cortex_m.calibration import LIBRARY_PREFERENCE, CalibrationError, load
+    (default: :data:`isa_models.cortex_m.calibration.DEFAULT_LIBRARY`). ``calibrations``: the
+    estimate's already loaded :class:`~isa_models.cortex_m.calibration.CalibrationSet` for
+    ``core`` (then ``library`` is its chosen one); without it the call loads its own."""
+    from isa_models.cortex_m.calibration import LIBRARY_PREFERENCE, CalibrationSet
 
-    calibration = load(core, library)
+    if calibrations is None:
+        calibrations = CalibrationSet(core, library)
+    elif calibrations.core != core or library not in (None, calibrations.chosen.library):
+        raise ValueError(f"estimate_call on {core} ({library or 'default library'}) given {calibrations!r}")
+    calibration = calibrations.chosen
     tier = tier or calibration.tier
     key = route(function, params, tier)
     fit = calibration.functions.get(key)
@@ -212,9 +222,8 @@ def estimate_call(
         for other in LIBRARY_PREFERENCE:
             if other == calibration.library:
                 continue
-            try:
-                alt = load(core, other)
-            except CalibrationError:
+            alt = calibrations.fallback(other)
+            if alt is None:
                 continue
             if key in alt.functions and alt.tier == tier:
                 fit, used, source = (

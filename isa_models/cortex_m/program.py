@@ -27,11 +27,14 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from isa_models.cortex_m.cores import get_core_model
 from isa_models.cortex_m.formulas import estimate_call
 from isa_models.cost import NO_ESTIMATE, Cost
+
+if TYPE_CHECKING:
+    from isa_models.cortex_m.calibration import CalibrationSet
 
 
 class KernelWork(NamedTuple):
@@ -385,15 +388,25 @@ def _float_cost(work: FloatWork, t: FloatTable, core: str) -> Cost:
     )
 
 
-def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, system=None) -> Cost:
-    """The Cost of an op's work items on ``core`` (NO_ESTIMATE-flagged if any item has none)."""
+def cost_of(
+    works: Sequence[Work],
+    core: str,
+    *,
+    library: str | None = None,
+    system=None,
+    calibrations: "CalibrationSet | None" = None,
+) -> Cost:
+    """The Cost of an op's work items on ``core`` (NO_ESTIMATE-flagged if any item has none).
+    ``calibrations``: the estimate's loaded
+    :class:`~isa_models.cortex_m.calibration.CalibrationSet`, handed to every call
+    (:func:`~isa_models.cortex_m.formulas.estimate_call`)."""
     get_core_model(core)  # an unknown core is an error here, not at the first float op
     total = Cost()
     for w in works:
         if isinstance(w, NoEstimate):
             total = total + NO_ESTIMATE
         elif isinstance(w, KernelWork):
-            c = estimate_call(w.function, w.params, core, library=library)
+            c = estimate_call(w.function, w.params, core, library=library, calibrations=calibrations)
             if system is not None:
                 c = memory_penalty(c, w.weights_bytes, system)
             total = total + (c.scaled(w.repeat) if w.repeat != 1 else c)
@@ -402,7 +415,11 @@ def cost_of(works: Sequence[Work], core: str, *, library: str | None = None, sys
                 from isa_models.cortex_m import layout  # imported only by a program with copies
 
                 total = total + estimate_call(
-                    "arm_pad_s8", layout.copy_params(w.nbytes, w.runs), core, library=library
+                    "arm_pad_s8",
+                    layout.copy_params(w.nbytes, w.runs),
+                    core,
+                    library=library,
+                    calibrations=calibrations,
                 )
         elif isinstance(w, FloatWork):
             total = total + _float_cost(w, float_table(core), core)

@@ -158,6 +158,32 @@ def load(core: str, library: str | None = None, *, root: Path | None = None) -> 
     )
 
 
+class CalibrationSet:
+    """The calibrations one estimate prices its calls with, each loaded once: ``chosen`` (what
+    :func:`load` gives for ``core`` and ``library``) and, when a call has no fit there, the next
+    libraries of :data:`LIBRARY_PREFERENCE` (:meth:`fallback`, loaded on first need). An estimate
+    makes one and hands it to every call (``estimate_call(..., calibrations=...)``). A plain
+    class, not a dataclass: it is built once per estimate and a dataclass costs ~1 ms at import."""
+
+    def __init__(self, core: str, library: str | None = None, *, root: Path | None = None) -> None:
+        self.core = core
+        self.root = root
+        self.chosen = load(core, library, root=root)
+        self._fallbacks: dict[str, Calibration | None] = {}
+
+    def __repr__(self) -> str:
+        return f"CalibrationSet({self.core!r}, {self.chosen.library!r})"
+
+    def fallback(self, library: str) -> Calibration | None:
+        """``library``'s calibration for the same core, or None when none is shipped."""
+        if library not in self._fallbacks:
+            try:
+                self._fallbacks[library] = load(self.core, library, root=self.root)
+            except CalibrationError:
+                self._fallbacks[library] = None
+        return self._fallbacks[library]
+
+
 _BUILD = ("Measurement", "build_document", "fit_function")
 
 
@@ -183,6 +209,7 @@ __all__ = [
     "LIBRARY_PREFERENCE",
     "Calibration",
     "CalibrationError",
+    "CalibrationSet",
     "FunctionFit",
     "available",
     "load",
