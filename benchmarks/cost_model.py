@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/cost_model.py
 
 (a) Formulas vs instruction-timed cycles on held-out shapes, per function x core, read from the
-    shipped calibration files (isa_models/calibration/<library>/<core>.json: the held-out shapes
+    shipped calibration files (isa_models/cortex_m/calibration/<library>/<core>.json: the held-out shapes
     were measured by `refsim calibrate` and never used in the fit).
 (b) The bundled MLPerf Tiny programs (examples/models/*.pte) estimated on the published boards'
     system presets against the published silicon latencies (REFERENCE.md section 4; TFLM +
@@ -62,7 +62,7 @@ PUBLISHED = (
 
 
 def held_out_table() -> list[dict]:
-    from isa_models import calibration
+    from isa_models.cortex_m import calibration
 
     rows = []
     for library, cores in calibration.available().items():

@@ -7,7 +7,8 @@ Builds ExecuTorch's runtime from EXECUTORCH_DIR for every core, executes the bun
 synthetic chains with empty kernels under QEMU (refsim/lab/executorch/dispatch_probe.py, dispatch_measure.py), prints per core
 the fitted per-execute / per-call / per-argument / per-list-element instructions and cycles and
 the dispatch of each bundled program, and saves benchmarks/results/dispatch.json. ``--write``
-also refreshes isa_models/dispatch.json, the data isa_models/program.py prices dispatch with.
+also refreshes isa_models/cortex_m/dispatch.json, the data isa_models/cortex_m/program.py prices
+dispatch with.
 With CMSIS_NN_DIR (a CMSIS-NN checkout, for its headers) it also measures each cortex_m op's own
 set-up around its CMSIS-NN call (ExecuTorch's backends/cortex_m/ops with CMSIS-NN stubbed).
 Write EXECUTORCH_DIR/EXECUTORCH_REVISION (e.g. ``main cff6f4dd... (2026-08-22)``) first so the
@@ -26,8 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "dispatch.json"
-DATA = ROOT / "isa_models" / "dispatch.json"
-FLOAT_DATA = ROOT / "isa_models" / "float_ops.json"
+DATA = ROOT / "isa_models" / "cortex_m" / "dispatch.json"
+FLOAT_DATA = ROOT / "isa_models" / "cortex_m" / "float_ops.json"
 
 
 def _dumps(data: dict) -> str:
@@ -40,8 +41,8 @@ def _dumps(data: dict) -> str:
 
 
 def _print_floats(floats: dict) -> None:
-    from isa_models.cores import get_core_model
-    from isa_models.program import FLOAT_CYCLES
+    from isa_models.cortex_m.cores import get_core_model
+    from isa_models.cortex_m.program import FLOAT_CYCLES
 
     print(
         "\nfp32 cycles: plain-loop arithmetic per element (old rule of thumb in brackets), portable kernels' extra"
@@ -68,7 +69,7 @@ def _print_floats(floats: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from isa_models.program import READING_BASED
+    from isa_models.cortex_m.program import READING_BASED
     from refsim.lab.build import LabError
     from refsim.lab.executorch.build import Sources
     from refsim.lab.executorch.dispatch_measure import CORES, measure_all

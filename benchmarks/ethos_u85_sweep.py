@@ -1,5 +1,5 @@
 """Single-layer networks through ExecuTorch's Ethos-U backend and Vela 5.1, beside refsim's
-Ethos-U85 layer model (isa_models.ethos_u85): the data that model is checked (and its one
+Ethos-U85 layer model (isa_models.ethos_u.u85): the data that model is checked (and its one
 fitted constant, if any, is fitted) on. Never the MLPerf Tiny models or their layers.
 
     # export + Vela (torch, executorch[ethos-u]; one network at a time), then collect:
@@ -116,9 +116,9 @@ def build(kind: str, shape: tuple[int, ...], p: dict):
 
 
 def refsim_layers(kind: str, shape: tuple[int, ...], p: dict, encoded_weights: int) -> list:
-    """The isa_models.ethos_u NpuLayers refsim makes of the case (OFM shapes as PyTorch gives)."""
-    from isa_models.ethos_u import NpuLayer
-    from isa_models.ethos_u_arch import Block
+    """The isa_models.ethos_u.layers NpuLayers refsim makes of the case (OFM shapes as PyTorch gives)."""
+    from isa_models.ethos_u.arch import Block
+    from isa_models.ethos_u.layers import NpuLayer
 
     if len(shape) == 2:
         ifm = Block(1, 1, shape[1])
@@ -147,7 +147,7 @@ def refsim_layers(kind: str, shape: tuple[int, ...], p: dict, encoded_weights: i
     if kind == "softmax":
         from dataclasses import replace
 
-        from isa_models.ethos_u_program import softmax_layers
+        from isa_models.ethos_u.program import softmax_layers
 
         layers = softmax_layers(shape[0], shape[1], "u85")
         return [replace(layers[0], ifm_io=True), *layers[1:-1], replace(layers[-1], ofm_io=True)]
@@ -261,10 +261,10 @@ def collect(out: Path, configs, memory_modes=("",)) -> dict:
 
 def compare(data: dict) -> list[dict]:
     """Per case: Vela's cycles (Σ over its rows) beside refsim's for the same layers."""
-    from isa_models import ethos_u85
-    from isa_models.ethos_u import NpuContext, layer_cycles
-    from isa_models.ethos_u_arch import get_accelerator
-    from isa_models.ethos_u_systems import resolve
+    from isa_models.ethos_u import u85
+    from isa_models.ethos_u.arch import get_accelerator
+    from isa_models.ethos_u.layers import NpuContext, layer_cycles
+    from isa_models.ethos_u.systems import resolve
 
     out = []
     for key, c in data["cases"].items():
@@ -273,7 +273,7 @@ def compare(data: dict) -> list[dict]:
         layers = refsim_layers(c["kind"], tuple(c["shape"]), c["params"], c["encoded_weight_bytes"])
         ours, prev = 0.0, None
         for layer in layers:
-            if not ethos_u85.chained(prev, layer):
+            if not u85.chained(prev, layer):
                 ours += layer_cycles(ctx, layer).total
             prev = layer
         vela = sum(r["cycles"] for r in c["vela"])

@@ -1,13 +1,15 @@
 """``refsim calibrate``: measure the designed shape sweep of every CMSIS-NN function on every core
-and fit the cost formulas (isa_models), writing ``isa_models/calibration/<library>/<core>.json``.
+and fit the Cortex-M cost formulas (isa_models.cortex_m), writing
+``isa_models/cortex_m/calibration/<library>/<core>.json``.
 
     refsim calibrate                                   # kernels_c, every core
     refsim calibrate --kernels-dir ~/CMSIS-NN --library cmsis-nn --cpu cortex-m55
 
-The sweep is each formula family's own (``isa_models.<family>_sweep``, :func:`isa_models.formulas.sweep`): shapes chosen per
-routing variant so each feature varies independently, with real MLPerf Tiny layers among them.
-Every fourth shape of each variant is held out: it is measured and stored but never fitted, and
-the file's ``error`` is the formula's relative error on those shapes.
+The sweep is each formula family's own (``isa_models.cortex_m.<family>.sweep``,
+:func:`isa_models.cortex_m.formulas.sweep`): shapes chosen per routing variant so each feature
+varies independently, with real MLPerf Tiny layers among them. Every fourth shape of each
+variant is held out: it is measured and stored but never fitted, and the file's ``error`` is the
+formula's relative error on those shapes.
 
 Measurement: ``refsim.qemu.timing.time_cases`` (executed instructions and instruction-timed
 cycles, one QEMU start per batch) when available; otherwise executed instructions from
@@ -206,7 +208,7 @@ def sweep_calls(
     Every :data:`HELD_OUT_EVERY`-th shape of a key is held out, unless it is the only shape that
     exercises one of the key's features (then the next shape is tried): the fit must see every
     feature at least once, or its coefficient would be a guess."""
-    from isa_models import formulas
+    from isa_models.cortex_m import formulas
 
     chosen: dict[str, list[tuple[str, dict[str, int]]]] = {}
     for name in formulas.FAMILY_NAMES:
@@ -306,10 +308,10 @@ def calibrate_core(
     argv: Sequence[str],
     seed: int = 0,
 ) -> dict:
-    """Measure the sweep on one core model (isa_models.cores: cortex-m0plus .. m85; M0+ and M85
+    """Measure the sweep on one core model (isa_models.cortex_m.cores: cortex-m0plus .. m85; M0+ and M85
     run on their code path's QEMU board, timed with their own model) and return the document."""
-    from isa_models import calibration, formulas
-    from isa_models.cores import get_core_model
+    from isa_models.cortex_m import calibration, formulas
+    from isa_models.cortex_m.cores import get_core_model
     from isa_models.errors import IsaModelError
 
     try:
@@ -359,7 +361,7 @@ def refit_document(document: Mapping[str, Any]) -> dict:
     code's routing, features and held-out choice (:func:`sweep_calls`). This is what a fresh
     ``refsim calibrate`` writes when only the formulas changed (the measurement is exact and
     repeatable); a sweep shape the file has not measured is an error (measure it: no --refit)."""
-    from isa_models import calibration, formulas
+    from isa_models.cortex_m import calibration, formulas
 
     library, tier, core = str(document["library"]), str(document["tier"]), str(document["core"])
     stored: dict[str, tuple[int, int]] = {}
@@ -435,7 +437,7 @@ def _qemu_core(model: Any):
 
 
 def _cores(cpus: list[str] | None) -> list[str]:
-    from isa_models.cores import CORE_MODELS, get_core_model
+    from isa_models.cortex_m.cores import CORE_MODELS, get_core_model
     from isa_models.errors import IsaModelError
 
     if not cpus:
@@ -470,7 +472,9 @@ def calibrate(
     ] = None,
     out_dir: Annotated[
         Path | None,
-        typer.Option("--out-dir", help="Write <library>/<core>.json here (default isa_models/calibration)."),
+        typer.Option(
+            "--out-dir", help="Write <library>/<core>.json here (default isa_models/cortex_m/calibration)."
+        ),
     ] = None,
     refit: Annotated[
         bool,
@@ -481,7 +485,7 @@ def calibrate(
     ] = False,
 ) -> None:
     """Measure every CMSIS-NN function's sweep on each core and fit the cost formulas."""
-    from isa_models import calibration
+    from isa_models.cortex_m import calibration
 
     if kernels_dir is not None and not kernels_dir.is_dir():
         raise RefsimError(f"--kernels-dir {kernels_dir}: not a directory")

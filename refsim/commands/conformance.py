@@ -200,8 +200,8 @@ def _run_c_kernels(
 
     timed_cpu = cpu
     if count_cycles is not None:
-        from isa_models.cores import get_core_model
-        from isa_models.systems import get_system
+        from isa_models.cortex_m.cores import get_core_model
+        from isa_models.cortex_m.systems import get_system
 
         if system is not None:
             preset = get_system(system)

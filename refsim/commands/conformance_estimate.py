@@ -27,7 +27,7 @@ def _measure(cases, cpu: str, kernels_dir: Path | None, system: str | None) -> d
 
     if missing_toolchain() is not None:
         return {}
-    from isa_models.cores import get_core_model
+    from isa_models.cortex_m.cores import get_core_model
     from refsim.qemu import conformance as qc
     from refsim.qemu import timing_cli
 
@@ -47,16 +47,17 @@ def estimate_vectors(
     vectors: Path, cpu: str, kernel: list[str] | None, json_path: Path | None, *, kernels_dir: Path | None,
     system: str | None,
 ) -> None:  # fmt: skip
-    from isa_models.calibration import CalibrationError, load
-    from isa_models.cores import get_core_model
+    from isa_models.cortex_m.calibration import CalibrationError, CalibrationSet
+    from isa_models.cortex_m.cores import get_core_model
+    from isa_models.cortex_m.formulas import CostModelError, estimate_call, route
     from isa_models.errors import IsaModelError
-    from isa_models.formulas import CostModelError, estimate_call, route
     from refsim.conformance import vectors as vec
 
     try:
         model = get_core_model(cpu)
         library = "cmsis-nn" if kernels_dir is not None else None
-        calibration = load(model.name, library)
+        calibrations = CalibrationSet(model.name, library)  # loaded once, for every case
+        calibration = calibrations.chosen
     except (IsaModelError, CalibrationError) as exc:
         raise RefsimError(str(exc)) from None
     chosen = set(vec.resolve_functions(kernel))
@@ -74,7 +75,7 @@ def estimate_vectors(
         if case.function == "arm_relu6_s8" or case.function == "refsim_lut_s8":
             params.setdefault("size", int(case.arrays["input"].size))
         try:
-            cost = estimate_call(case.function, params, model.name, library=calibration.library)
+            cost = estimate_call(case.function, params, model.name, calibrations=calibrations)
             variant = route(case.function, params, model.tier)
         except (CostModelError, CalibrationError, KeyError) as exc:
             records.append({"case": case.label, "function": case.function, "variant": None, "macs": None,

@@ -72,8 +72,8 @@ def run(
         t_est, cpu_est = time.perf_counter(), time.process_time()  # the estimate's imports included
         from refsim.runtime.estimate import estimate_method
 
-        if cpu and cpu.lower().startswith("ethos-u"):  # the NPU + its host core (isa_models.ethos_u_program)
-            from isa_models.ethos_u_program import estimate_method as estimate_ethos_u
+        if cpu and cpu.lower().startswith("ethos-u"):  # the NPU + its host core (isa_models.ethos_u.program)
+            from isa_models.ethos_u.program import estimate_method as estimate_ethos_u
             from refsim.ops.cost import cost_hook
 
             estimate = estimate_ethos_u(method, cost_hook, cpu, system=system, clock_mhz=clock_mhz)

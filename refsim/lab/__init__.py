@@ -1,7 +1,7 @@
 """The measurement lab: probes that build third-party runtimes (or compile their headers) from
 source for a Cortex-M core, run them under QEMU (refsim.qemu) or read their linked ELFs, and
-derive the data files refsim's cost and memory models ship (isa_models/dispatch.json,
-isa_models/float_ops.json, refsim/memory/executorch_code.json, refsim/memory/runtime_sizes.json).
+derive the data files refsim's cost and memory models ship (isa_models/cortex_m/dispatch.json,
+isa_models/cortex_m/float_ops.json, refsim/memory/executorch_code.json, refsim/memory/runtime_sizes.json).
 Nothing else in refsim imports the lab: the data files carry the numbers and their provenance;
 the probes regenerate them (benchmarks/dispatch.py, benchmarks/executorch_code.py,
 ``python -m refsim.lab.executorch.sizeof_probe``).

@@ -215,7 +215,7 @@ def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None =
         nbytes, what = _library_code(kernels_dir, entries)
         lines.append(Line("flash", name, nbytes, f"--kernels-dir: text of {what} for {', '.join(entries)}"))
     else:
-        from isa_models.cores import get_core_model
+        from isa_models.cortex_m.cores import get_core_model
         from refsim.qemu.errors import QemuError
         from refsim.qemu.timing import harness_for, qemu_core_for  # builds on first use
 

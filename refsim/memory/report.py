@@ -33,7 +33,7 @@ def memory_report(
     program: Program, path: Path, method_name: str, cpu: str, kernels_dir: Path | None = None
 ) -> dict:
     """RAM and flash lines (``section``, ``name``, ``bytes``, ``source``, ``part_of``) and totals."""
-    from isa_models.cores import CORE_MODELS
+    from isa_models.cortex_m.cores import CORE_MODELS
     from refsim.errors import UnsupportedError
 
     if cpu not in CORE_MODELS:

@@ -1,4 +1,4 @@
-"""Cost hooks of the op registry: every op says what work it does (isa_models.program ``Work``).
+"""Cost hooks of the op registry: every op says what work it does (isa_models.cortex_m.program ``Work``).
 
 ``OpDef.cost(args, tier)`` returns the op's work items: the CMSIS-NN call(s) it makes (function
 and its parameters under CMSIS-NN's names, shared VECTORS.md), the bytes a portable layout op
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from isa_models.program import CopyWork, FloatWork, KernelWork, NoEstimate, Work
+from isa_models.cortex_m.program import CopyWork, FloatWork, KernelWork, NoEstimate, Work
 from refsim.ops import cortex_m_conv as conv_ops
 from refsim.ops import cortex_m_misc as misc_ops
 from refsim.ops.registry import Args, OpDef, OpError, load_all
@@ -149,14 +149,14 @@ def _softmax(a: Args, tier: str) -> list[Work]:
 
 
 def _pad(a: Args, tier: str) -> list[Work]:
-    from isa_models import layout as layout_formulas
+    from isa_models.cortex_m import layout as layout_formulas
 
     shape = _four([a.input.sizes[d] for d in misc_ops._pad_order(a.input)])  # physical order, as the op
     return [KernelWork("arm_pad_s8", layout_formulas.pad_params(shape, tuple(a.pre_pad), tuple(a.post_pad)))]
 
 
 def _transpose(a: Args, tier: str) -> list[Work]:
-    from isa_models import layout as layout_formulas
+    from isa_models.cortex_m import layout as layout_formulas
 
     return [
         KernelWork("arm_transpose_s8", layout_formulas.transpose_params(tuple(a.input.sizes), tuple(a.perm)))
@@ -172,7 +172,7 @@ def _copy(a: Args, tier: str) -> list[Work]:
 
 def _permute(a: Args, tier: str) -> list[Work]:
     if a.out.dtype.itemsize == 1:  # an int8 permute: the same element gather as arm_transpose_s8
-        from isa_models import layout as layout_formulas
+        from isa_models.cortex_m import layout as layout_formulas
 
         return [
             KernelWork(
@@ -191,7 +191,7 @@ def _float_elementwise(
     adds: int = 0, muls: int = 0, divs: int = 0, trans: int = 0, kernel: str = ""
 ) -> CostHook:
     """Per output element ``adds``/``muls``/``divs``/``trans`` fp32 operations; ``kernel``: the
-    portable kernel measured whole (isa_models/float_ops.json), which prices it where measured."""
+    portable kernel measured whole (isa_models/cortex_m/float_ops.json), which prices it where measured."""
 
     def cost(a: Args, tier: str) -> list[Work]:
         n = _numel(a.out if not isinstance(a.out, tuple | list) else a.out[0])

@@ -11,7 +11,7 @@ VPUSH/VPOP), ``mla`` (multiply-accumulate, for the M3's 2-cycle MLA), ``other``.
 with PC in its list, or an LDR to PC, is a memory transfer that also jumps (``jumps`` true).
 
 The load/store rule (Cortex-M3 TRM 3.3.1 / Cortex-M4 TRM 3.3.2 "Load/store timings", numbers in
-isa_models.cores): LDR costs ``load_cycles`` (2), or ``pipelined_load_cycles`` (1) right after a
+isa_models.cortex_m.cores): LDR costs ``load_cycles`` (2), or ``pipelined_load_cycles`` (1) right after a
 single load whose destination is not used in this instruction's address; STR with an immediate
 offset ``store_cycles`` (1); a register-offset STR ``store_register_offset_cycles`` (2, or 1
 pipelined after a load); LDRD/STRD ``double_transfer_cycles`` (3); LDM/STM/PUSH/POP
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from isa_models.cores import CoreModel
+from isa_models.cortex_m.cores import CoreModel
 from refsim.qemu.cores import Core
 from refsim.qemu.disassembly import objdump_command
 from refsim.qemu.errors import QemuError

@@ -10,11 +10,11 @@ How (docs/cost-model.md, "Instruction-timed cycles"):
    ``blocks=1``): per kernel call, every executed translation block (start, instructions,
    bytes), how often it ran, how often it was entered by a jump and left by one.
 2. Each distinct block's instructions come from ``arm-none-eabi-objdump -d`` of the ELF;
-   llvm-mca-19 (``-mcpu`` = the core's :attr:`~isa_models.cores.CoreModel.llvm_mca_cpu`) times
+   llvm-mca-19 (``-mcpu`` = the core's :attr:`~isa_models.cortex_m.cores.CoreModel.llvm_mca_cpu`) times
    all of them in one process (refsim/qemu/mca.py, cached by content hash): per instruction its
    steady-state span. Branches are not given to llvm-mca.
 3. The TRM rules llvm-mca lacks are added per block (refsim/qemu/blocks.py; the numbers in
-   isa_models/cores.py), and the system's memory wait states (isa_models/systems.py):
+   isa_models/cortex_m/cores.py), and the system's memory wait states (isa_models/cortex_m/systems.py):
 
        cycles = Σ_blocks executions · (issue + load_store + multiply + branch + unparsed)
               + Σ_blocks left_by_jump · refill(last instruction)
@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from isa_models.cores import CoreModel, get_core_model
-from isa_models.systems import SystemPreset, get_system
+from isa_models.cortex_m.cores import CoreModel, get_core_model
+from isa_models.cortex_m.systems import SystemPreset, get_system
 from refsim.qemu import blocks as bl
 from refsim.qemu import mca
 from refsim.qemu.batch import FUNCTIONS, HARNESS_STATUS, Case, decode_results, encode_batch, encode_case
@@ -371,7 +371,7 @@ def time_blocks(
 
 
 def _ifetch_ws(cost: BlockCost, run: BlockRun, per_exec: int, system: SystemPreset) -> int:
-    """Instruction-fetch wait states of one block (isa_models/systems.py docstring)."""
+    """Instruction-fetch wait states of one block (isa_models/cortex_m/systems.py docstring)."""
     ws = system.ifetch_wait_states
     if ws == 0 or system.instruction_accelerator is not None:
         return 0
@@ -467,7 +467,7 @@ def time_cases(
 ) -> list[CaseTiming]:
     """Instruction-timed cycles of every case on the core model ``core`` (cortex-m0plus ..
     cortex-m85), in order; one QEMU start for the batch. ``system``: a preset of
-    isa_models.systems (default ``ideal-<core>``); ``harness``: e.g. a ``--kernels-dir`` library
+    isa_models.cortex_m.systems (default ``ideal-<core>``); ``harness``: e.g. a ``--kernels-dir`` library
     build (refsim.qemu.conformance.build_library_harness) for the core's QEMU board."""
     model = get_core_model(core)
     preset = get_system(system) if system else default_system(model)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from isa_models.cores import CORE_MODELS, get_core_model
+from isa_models.cortex_m.cores import CORE_MODELS, get_core_model
 from refsim.conformance import vectors as vec
 from refsim.qemu import batch
 from refsim.qemu.build import Harness

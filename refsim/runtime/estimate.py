@@ -5,7 +5,7 @@
 
 Per KernelCall the op's cost hook (refsim/ops/cost.py) describes its work and isa_models prices
 it from the core's calibration; each call adds ExecuTorch's dispatch cost
-(isa_models.program.dispatch_cost); a program exported with QuantizeInputs/QuantizeOutputs adds
+(isa_models.cortex_m.program.dispatch_cost); a program exported with QuantizeInputs/QuantizeOutputs adds
 the application's float→int8 input and int8→float output steps. An op the model cannot price
 is a row marked "no estimate" and the total says it is a lower bound, never a silent 0.
 
@@ -17,12 +17,15 @@ clock and memories); without any, the tier the file shows it was exported for: a
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from isa_models.cost import Cost
 from refsim.errors import RefsimError
 from refsim.runtime.program import Method, Program
 from refsim.runtime.tier import exported_tier
+
+if TYPE_CHECKING:
+    from isa_models.cortex_m.calibration import CalibrationSet
 
 DEFAULT_CPU = {"scalar": "cortex-m3", "dsp": "cortex-m4", "mve": "cortex-m55"}
 TIER_ORDER = ("scalar", "dsp", "mve")
@@ -46,9 +49,9 @@ class Target(NamedTuple):
 def resolve_target(
     method: Method, *, isa: str | None, cpu: str | None, system: str | None, clock_mhz: float | None
 ) -> Target:
-    from isa_models.cores import get_core_model
+    from isa_models.cortex_m.cores import get_core_model
+    from isa_models.cortex_m.systems import get_system
     from isa_models.errors import IsaModelError
-    from isa_models.systems import get_system
 
     try:
         preset = get_system(system) if system else None
@@ -123,8 +126,8 @@ class Estimate:
 
 
 def _variant(works, tier: str) -> str:
-    from isa_models.formulas import route
-    from isa_models.program import CopyWork, FloatWork, KernelWork
+    from isa_models.cortex_m.formulas import route
+    from isa_models.cortex_m.program import CopyWork, FloatWork, KernelWork
 
     names = []
     for w in works:
@@ -137,8 +140,8 @@ def _variant(works, tier: str) -> str:
     return ", ".join(dict.fromkeys(names)) or "-"
 
 
-def _io_rows(program: Program, method: Method, target: Target, library: str | None) -> list[Row]:
-    from isa_models.program import FloatWork, cost_of
+def _io_rows(program: Program, method: Method, target: Target, calibrations: CalibrationSet) -> list[Row]:
+    from isa_models.cortex_m.program import FloatWork, cost_of
     from refsim.runtime.describe import io_quantization
     from refsim.runtime.tensor import TensorRef
 
@@ -150,7 +153,7 @@ def _io_rows(program: Program, method: Method, target: Target, library: str | No
             n = int(slot.meta.numel)
             step = "quantize" if kind == "input" else "dequantize"
             work = [FloatWork(muls=n, adds=2 * n, elements=n, portable=False)]
-            cost = cost_of(work, target.cpu, library=library, system=target.system)
+            cost = cost_of(work, target.cpu, system=target.system, calibrations=calibrations)
             rows.append(Row(None, f"{kind}{k} {step} (application)", "fp32", cost))
     return rows
 
@@ -169,21 +172,21 @@ def estimate_method(
     """Estimate ``method`` (see the module docstring). ``foreign_exports``: cost an op exported
     for another tier (an MVE linear on a DSP core) as the same CMSIS-NN call on this tier
     instead of refusing it; for benchmarks only, the device could not run that file."""
-    from isa_models.calibration import CalibrationError, load
+    from isa_models.cortex_m.calibration import CalibrationError, CalibrationSet
     from refsim.ops.cost import FOREIGN_EXPORTS
 
     target = resolve_target(method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
-    try:
-        calibration = load(target.cpu, library)
+    try:  # loaded once: every call below is priced against this set (and its fallbacks, once each)
+        calibrations = CalibrationSet(target.cpu, library)
     except CalibrationError as exc:
         raise EstimateError(str(exc)) from None
-    est = Estimate(target, calibration.library)
+    est = Estimate(target, calibrations.chosen.library)
     token = FOREIGN_EXPORTS.set(foreign_exports)
     try:
-        _estimate_calls(est, method, target, calibration.library)
+        _estimate_calls(est, method, target, calibrations)
     finally:
         FOREIGN_EXPORTS.reset(token)
-    est.rows.extend(_io_rows(program, method, target, calibration.library))
+    est.rows.extend(_io_rows(program, method, target, calibrations))
     if est.calls:
         est.rows.append(
             Row(None, f"runtime dispatch ({est.calls} KernelCalls)", "Method::execute", est.dispatch)
@@ -191,11 +194,11 @@ def estimate_method(
     return est
 
 
-def _estimate_calls(est: Estimate, method: Method, target: Target, library: str) -> None:
-    from isa_models.calibration import CalibrationError
+def _estimate_calls(est: Estimate, method: Method, target: Target, calibrations: CalibrationSet) -> None:
+    from isa_models.cortex_m.calibration import CalibrationError
+    from isa_models.cortex_m.formulas import CostModelError
+    from isa_models.cortex_m.program import cost_of, dispatch_cost, execute_cost
     from isa_models.errors import IsaModelError
-    from isa_models.formulas import CostModelError
-    from isa_models.program import cost_of, dispatch_cost, execute_cost
     from refsim.ops.cost import cost_hook
     from refsim.ops.registry import OpError
 
@@ -205,7 +208,7 @@ def _estimate_calls(est: Estimate, method: Method, target: Target, library: str)
         op = call.op
         try:
             works = cost_hook(op)(call.args, target.isa)
-            cost = cost_of(works, target.cpu, library=library, system=target.system)
+            cost = cost_of(works, target.cpu, system=target.system, calibrations=calibrations)
             variant = _variant(works, target.isa)
             notes = [getattr(w, "reason", "") for w in works if getattr(w, "reason", "")]
             notes += [

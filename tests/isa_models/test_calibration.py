@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from isa_models import calibration, formulas
-from isa_models.calibration import QUANTITIES, CalibrationError, load, parse
-from isa_models.formulas import estimate_call
+from isa_models.cortex_m import calibration, formulas
+from isa_models.cortex_m.calibration import QUANTITIES, CalibrationError, load, parse
+from isa_models.cortex_m.formulas import estimate_call
 from refsim.qemu import missing_toolchain
 from tests.isa_models import refit_check
 
@@ -106,7 +106,7 @@ def test_refit_check_ignores_rounding_noise_of_another_machine():
     order does to the products) fit to the same file: the deterministic NNLS path
     (isa_models.fit: ties by index, no dependent column enters) and the tolerances hold."""
     from isa_models import fit
-    from isa_models.calibration import build
+    from isa_models.cortex_m.calibration import build
     from refsim.commands.calibrate import refit_document
 
     rng = np.random.default_rng(7)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from isa_models import conv, conv_sweep, depthwise, depthwise_sweep
-from isa_models.conv_kernels_c import head_tail, im2col_features, mve_column_calls, mve_direct
+from isa_models.cortex_m import conv, depthwise
+from isa_models.cortex_m.conv import sweep as conv_sweep
+from isa_models.cortex_m.conv.kernels_c import head_tail, im2col_features, mve_column_calls, mve_direct
+from isa_models.cortex_m.depthwise import sweep as depthwise_sweep
 from isa_models.shapes import BLOCKING, dims, tile
 
 

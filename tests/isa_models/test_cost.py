@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isa_models import conv, conv_sweep, depthwise, depthwise_sweep, elementwise, layout
+from isa_models.cortex_m import conv, depthwise, elementwise, layout
+from isa_models.cortex_m.conv import sweep as conv_sweep
+from isa_models.cortex_m.depthwise import sweep as depthwise_sweep
 from isa_models.cost import NO_ESTIMATE, Cost
 from isa_models.fit import fit_coefficients, nnls, relative_errors
 from isa_models.shapes import ceil_div, valid_taps

@@ -7,9 +7,9 @@ import itertools
 
 import pytest
 
-from isa_models import fully_connected, layout, pooling, softmax
-from isa_models.calibration import load
-from isa_models.formulas import describe_call, estimate_call
+from isa_models.cortex_m import fully_connected, layout, pooling, softmax
+from isa_models.cortex_m.calibration import load
+from isa_models.cortex_m.formulas import describe_call, estimate_call
 from isa_models.shapes import ByteOps
 
 

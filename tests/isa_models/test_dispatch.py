@@ -1,7 +1,7 @@
-"""ExecuTorch's measured dispatch (isa_models/dispatch.json): the shipped fit equals its refit
+"""ExecuTorch's measured dispatch (isa_models/cortex_m/dispatch.json): the shipped fit equals its refit
 from the shipped windows, the measurement's own invariants hold (a chain's per-execute cost does
 not depend on its length, list elements cost a constant each, an op's set-up is the same on
-every call), and isa_models.program prices calls and the estimate with it."""
+every call), and isa_models.cortex_m.program prices calls and the estimate with it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from isa_models.cores import CORE_MODELS
-from isa_models.program import (
+from isa_models.cortex_m.cores import CORE_MODELS
+from isa_models.cortex_m.program import (
     DISPATCH_DATA,
     READING_BASED,
     dispatch_cost,

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from isa_models.errors import UnknownNameError
-from isa_models.ethos_u import NpuContext, NpuLayer, choose_block, layer_cycles
-from isa_models.ethos_u_arch import ACCELERATORS, Block, get_accelerator
-from isa_models.ethos_u_supported import Call, npu_rejections
-from isa_models.ethos_u_systems import EXECUTORCH_DEFAULTS, VELA_DEFAULTS, resolve
-from isa_models.ethos_u_weights import encoded_weight_bytes
+from isa_models.ethos_u.arch import ACCELERATORS, Block, get_accelerator
+from isa_models.ethos_u.layers import NpuContext, NpuLayer, choose_block, layer_cycles
+from isa_models.ethos_u.supported import Call, npu_rejections
+from isa_models.ethos_u.systems import EXECUTORCH_DEFAULTS, VELA_DEFAULTS, resolve
+from isa_models.ethos_u.weights import encoded_weight_bytes
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
@@ -194,7 +194,7 @@ def test_weight_stream_estimate():
 
 
 def program_estimate(model: str, accelerator: str, **kw):
-    from isa_models.ethos_u_program import estimate_ops, ops_from_method
+    from isa_models.ethos_u.program import estimate_ops, ops_from_method
     from refsim.ops.cost import cost_hook
     from refsim.runtime import Program
 
@@ -220,8 +220,8 @@ def test_kws_runs_on_the_npu_in_one_delegate_on_u85_and_two_on_u55():
 
 
 def test_batch_two_goes_to_the_host_with_the_rule():
-    from isa_models.ethos_u_program import OpInput, estimate_ops
-    from isa_models.program import KernelWork
+    from isa_models.cortex_m.program import KernelWork
+    from isa_models.ethos_u.program import OpInput, estimate_ops
 
     works = (KernelWork("arm_convolve_wrapper_s8", conv_call(n=2).params, weights_bytes=1216),)
     est = estimate_ops([OpInput(0, "cortex_m::quantized_conv2d.out", works)], "ethos-u55-128")

@@ -1,4 +1,4 @@
-"""Ethos-U85 model (isa_models.ethos_u85*): the regor tables' invariants, and the block choices
+"""Ethos-U85 model (isa_models.ethos_u.u85*): the regor tables' invariants, and the block choices
 and cycles of the single-layer sweep against what Vela 5.1.0 itself reported for them
 (benchmarks/results/ethos_u85_sweep.json, made by benchmarks/ethos_u85_sweep.py)."""
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from benchmarks.ethos_u85_sweep import compare, refsim_layers
-from isa_models import ethos_u85
-from isa_models.ethos_u import NpuContext, NpuLayer, layer_cycles
-from isa_models.ethos_u85_arch import U85_CONFIGS, UBLOCK_OPS
-from isa_models.ethos_u85_blocks import choose_block, hw_op, sparse_weights
-from isa_models.ethos_u_arch import ACCELERATORS, Block, get_accelerator
-from isa_models.ethos_u_systems import resolve
+from isa_models.ethos_u import u85
+from isa_models.ethos_u.arch import ACCELERATORS, Block, get_accelerator
+from isa_models.ethos_u.layers import NpuContext, NpuLayer, layer_cycles
+from isa_models.ethos_u.systems import resolve
+from isa_models.ethos_u.u85_arch import U85_CONFIGS, UBLOCK_OPS
+from isa_models.ethos_u.u85_blocks import choose_block, hw_op, sparse_weights
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = json.loads((ROOT / "benchmarks" / "results" / "ethos_u85_sweep.json").read_text())
@@ -35,8 +35,8 @@ def ctx(name: str, system: str | None = None, mode: str | None = None) -> NpuCon
 
 
 def test_every_u85_configuration_has_a_table_whose_micro_blocks_fill_its_macs():
-    u85 = [a for a in ACCELERATORS.values() if a.family == "u85"]
-    assert sorted(a.macs for a in u85) == sorted(U85_CONFIGS)
+    u85_accelerators = [a for a in ACCELERATORS.values() if a.family == "u85"]
+    assert sorted(a.macs for a in u85_accelerators) == sorted(U85_CONFIGS)
     for macs, cfg in U85_CONFIGS.items():
         assert len(cfg.ofm_ublocks) == len(cfg.ifm_au) == len(UBLOCK_OPS[macs])
         for u in cfg.ofm_ublocks:  # each lane an 8-deep int8 dot product
@@ -50,7 +50,7 @@ def test_sweep_block_choice_is_vela_s(key):
     c = SWEEP["cases"][key]
     layers = refsim_layers(c["kind"], tuple(c["shape"]), c["params"], c["encoded_weight_bytes"])
     vela = [v for v in c["vela_debug"] if v["ofm_block_hwc"] != [0, 0, 0]]  # chained ops have none
-    run = [x for i, x in enumerate(layers) if not (i and ethos_u85.chained(layers[i - 1], x))]
+    run = [x for i, x in enumerate(layers) if not (i and u85.chained(layers[i - 1], x))]
     assert len(run) == len(vela)
     macs = get_accelerator(c["config"]).macs
     for layer, v in zip(run, vela, strict=True):
@@ -96,8 +96,8 @@ def test_one_channel_convolution_has_sparse_weights_and_half_the_mac_cycles():
     )
     assert sparse_weights(one) and not sparse_weights(three)
     c = ctx("ethos-u85-256", None, "Sram_Only")
-    parts_one = ethos_u85.compute_parts(c, one, choose_block(256, one))
-    parts_three = ethos_u85.compute_parts(c, three, choose_block(256, three))
+    parts_one = u85.compute_parts(c, one, choose_block(256, one))
+    parts_three = u85.compute_parts(c, three, choose_block(256, three))
     # the same blocks and kernel steps; 2:4 sparse weights halve the MAC engine's cycles
     assert choose_block(256, one).ofm == choose_block(256, three).ofm
     assert 2 * parts_one.dpu_block == pytest.approx(parts_three.dpu_block, abs=2)
@@ -106,14 +106,14 @@ def test_one_channel_convolution_has_sparse_weights_and_half_the_mac_cycles():
 def test_an_add_right_after_a_convolution_of_its_shape_is_chained():
     conv = NpuLayer("conv", Block(14, 14, 32), Block(14, 14, 32), weights_bytes=1024, bias_channels=32)
     add = NpuLayer("elementwise", Block(1, 196, 32), Block(1, 196, 32), ifm2=Block(1, 196, 32), op="add")
-    assert ethos_u85.chained(conv, add)
-    assert not ethos_u85.chained(None, add)
+    assert u85.chained(conv, add)
+    assert not u85.chained(None, add)
     small = NpuLayer("conv", Block(7, 7, 32), Block(7, 7, 32), weights_bytes=1024, bias_channels=32)
-    assert not ethos_u85.chained(small, add)
+    assert not u85.chained(small, add)
 
 
 def test_bundled_ic_adds_cost_nothing_on_u85_but_not_on_u55():
-    from isa_models.ethos_u_program import estimate_ops, ops_from_method
+    from isa_models.ethos_u.program import estimate_ops, ops_from_method
     from refsim.ops.cost import cost_hook
     from refsim.runtime.program import Program
 

@@ -1,6 +1,6 @@
-"""ExecuTorch's portable fp32 kernels measured per core (isa_models/float_ops.json): the shipped
+"""ExecuTorch's portable fp32 kernels measured per core (isa_models/cortex_m/float_ops.json): the shipped
 table equals its refit from the shipped windows, the windows are linear in the length, and
-isa_models.program prices FloatWork with the measured table."""
+isa_models.cortex_m.program prices FloatWork with the measured table."""
 
 from __future__ import annotations
 
@@ -8,8 +8,15 @@ import json
 
 import pytest
 
-from isa_models.cores import CORE_MODELS, get_core_model
-from isa_models.program import FLOAT_CYCLES, FLOAT_DATA, FloatWork, cost_of, float_table, measured_float
+from isa_models.cortex_m.cores import CORE_MODELS, get_core_model
+from isa_models.cortex_m.program import (
+    FLOAT_CYCLES,
+    FLOAT_DATA,
+    FloatWork,
+    cost_of,
+    float_table,
+    measured_float,
+)
 from refsim.lab.executorch.float_probe import LENGTHS, MM_INNER, OPS
 from refsim.lab.executorch.float_probe import float_table as refit
 
@@ -104,7 +111,7 @@ def test_soft_float_cores_pay_for_arithmetic_in_software() -> None:
 
 
 def test_a_core_without_a_measurement_keeps_the_rule_of_thumb(monkeypatch) -> None:
-    import isa_models.program as program
+    import isa_models.cortex_m.program as program
 
     monkeypatch.setattr(program, "measured_float", lambda: {})
     assert program.float_table("cortex-m4") is FLOAT_CYCLES["sp"]

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from isa_models import calibration, formulas
+from isa_models.cortex_m import calibration, formulas
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
 
 #: Modules of the cost model proper (isa_models.errors is shared by the error hierarchy).
-COST_MODEL = ("isa_models.cost", "isa_models.formulas", "isa_models.calibration", "isa_models.program",
-              "isa_models.cores", "isa_models.systems", "refsim.ops.cost", "refsim.runtime.estimate")  # fmt: skip
+COST_MODEL = ("isa_models.cost", "isa_models.cortex_m", "isa_models.cortex_m.formulas",
+              "isa_models.cortex_m.calibration", "isa_models.cortex_m.program", "isa_models.cortex_m.cores",
+              "isa_models.cortex_m.systems", "isa_models.ethos_u", "refsim.ops.cost",
+              "refsim.runtime.estimate")  # fmt: skip
 
 
 def _modules_after(code: str) -> list[str]:
@@ -36,7 +38,7 @@ def test_routes_table_is_what_the_families_give():
     derived = formulas.derived_routes()
     missing = sorted(set(derived) - set(formulas.ROUTES))
     assert not missing, (
-        f"add to isa_models.formulas.ROUTES: {', '.join(f'{f!r}: {derived[f]!r}' for f in missing)}"
+        f"add to isa_models.cortex_m.formulas.ROUTES: {', '.join(f'{f!r}: {derived[f]!r}' for f in missing)}"
     )
     assert dict(formulas.ROUTES) == derived
     assert set(formulas.ROUTES.values()) <= set(formulas.FAMILY_NAMES)
@@ -46,7 +48,9 @@ def test_every_formula_is_found_through_its_router():
     for key, formula in formulas.FORMULAS.items():
         assert formulas.formula_for(key.split("/")[0], key) is formula
         assert formulas.formula_for(formula.public, key) is formula
-    assert [m.__name__ for m in formulas.FAMILIES] == [f"isa_models.{n}" for n in formulas.FAMILY_NAMES]
+    assert [m.__name__ for m in formulas.FAMILIES] == [
+        f"isa_models.cortex_m.{n}" for n in formulas.FAMILY_NAMES
+    ]
 
 
 def test_unknown_function_lists_the_known_ones():
@@ -55,7 +59,7 @@ def test_unknown_function_lists_the_known_ones():
 
 
 def test_calibration_builder_is_reachable_from_the_package():
-    from isa_models.calibration import build
+    from isa_models.cortex_m.calibration import build
 
     assert calibration.Measurement is build.Measurement
     assert calibration.build_document is build.build_document
@@ -101,25 +105,27 @@ def test_estimate_imports_only_the_families_it_routes_through():
         f"p = Program.load({str(MODELS_DIR / 'ad.pte')!r})\n"
         "assert estimate_method(p, p.method('forward')).cycles_total > 0"
     )
-    families = {m.removeprefix("isa_models.") for m in loaded} & set(formulas.FAMILY_NAMES)
+    families = {m.removeprefix("isa_models.cortex_m.") for m in loaded} & set(formulas.FAMILY_NAMES)
     assert families == {"fully_connected"}, loaded  # AD is linears only
-    assert "isa_models.calibration.build" not in loaded
+    assert "isa_models.cortex_m.calibration.build" not in loaded
 
 
 def test_estimate_imports_no_sweep_and_no_other_librarys_loops():
-    """The calibration sweeps (``<family>_sweep``) are calibrate's and the tests'; kernels_c's own
-    feature functions (``<family>_kernels_c``) load only when kernels_c is the library estimated."""
+    """The calibration sweeps (``<family>.sweep``) are calibrate's and the tests'; kernels_c's own
+    feature functions (``<family>.kernels_c``) load only when kernels_c is the library estimated."""
     code = (
         "from refsim.runtime import Program\nfrom refsim.runtime.estimate import estimate_method\n"
         f"p = Program.load({str(MODELS_DIR / 'kws.pte')!r})\n"
         "assert estimate_method(p, p.method('forward'), library={library!r}).cycles_total > 0"
     )
     default = _modules_after(code.format(library=None))
-    assert {"isa_models.conv", "isa_models.depthwise"} <= set(default), default
-    assert not [m for m in default if m.endswith(("_sweep", "_kernels_c"))], default
+    assert {"isa_models.cortex_m.conv", "isa_models.cortex_m.depthwise"} <= set(default), default
+    assert not [m for m in default if m.endswith((".sweep", ".kernels_c"))], default
     kernels_c = _modules_after(code.format(library="kernels_c"))
-    assert {"isa_models.conv_kernels_c", "isa_models.depthwise_kernels_c"} <= set(kernels_c), kernels_c
-    assert not [m for m in kernels_c if m.endswith("_sweep")], kernels_c
+    assert {"isa_models.cortex_m.conv.kernels_c", "isa_models.cortex_m.depthwise.kernels_c"} <= set(
+        kernels_c
+    ), kernels_c
+    assert not [m for m in kernels_c if m.endswith(".sweep")], kernels_c
 
 
 def test_every_family_has_its_sweep():
@@ -130,7 +136,7 @@ def test_every_family_has_its_sweep():
 
 
 def test_dispatch_members_decode_as_the_whole_file(tmp_path: Path):
-    from isa_models import program
+    from isa_models.cortex_m import program
 
     text = program.DISPATCH_DATA.read_text()
     whole = json.loads(text)

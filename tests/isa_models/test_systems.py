@@ -1,4 +1,4 @@
-"""The system presets' facts and where they come from (isa_models/systems.py, system_sources.py).
+"""The system presets' facts and where they come from (isa_models/cortex_m/systems.py, system_sources.py).
 
 The numbers themselves are the sources' (see docs/cost-model.md "Memory system"); these tests
 check that every fact the estimate uses is backed by a source with a status, that checked
@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from isa_models.cores import SOURCE_STATUSES, Source
-from isa_models.systems import FACT_FIELDS, SYSTEMS, fact_status, get_system, required_fields
+from isa_models.cortex_m.cores import SOURCE_STATUSES, Source
+from isa_models.cortex_m.systems import FACT_FIELDS, SYSTEMS, fact_status, get_system, required_fields
 
 NAMED = [p for p in SYSTEMS.values() if not p.name.startswith("ideal-")]
 CHECKED = ("confirmed", "corrected")

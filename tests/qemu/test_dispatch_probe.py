@@ -4,7 +4,7 @@ Runs only when EXECUTORCH_DIR (an ExecuTorch source tree: ``git archive <rev> ru
 extension/data_loader kernels/portable``) and FLATBUFFERS_DIR (flatbuffers at ExecuTorch's submodule pin) are set;
 it builds ExecuTorch's runtime for the M4 and the M55, and its portable fp32 kernels for the M4
 (a few minutes in all), and compares every counting
-window with isa_models/dispatch.json exactly (QEMU's counts and the timing model are
+window with isa_models/cortex_m/dispatch.json exactly (QEMU's counts and the timing model are
 deterministic). A different tree than the shipped one's fails here: then regenerate with
 ``python benchmarks/dispatch.py --write``.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from isa_models.program import DISPATCH_DATA
+from isa_models.cortex_m.program import DISPATCH_DATA
 from refsim.lab.executorch.dispatch_measure import fit, measure
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
@@ -46,7 +46,7 @@ def test_rebuilt_probe_reproduces_the_shipped_windows(
 
 
 def test_rebuilt_float_probe_reproduces_the_shipped_windows(tmp_path: Path, timing: None) -> None:
-    from isa_models.program import FLOAT_DATA
+    from isa_models.cortex_m.program import FLOAT_DATA
     from refsim.lab.executorch.build import Sources
     from refsim.lab.executorch.float_probe import float_table, measure_float
 

@@ -2,7 +2,7 @@
 answer unknown names with the valid ones, and kernels_c batches are timed repeatably.
 
 The TRM table the loops are checked against (Cortex-M4 TRM 3.3.1 Table 3-1 and 3.3.2
-"Load/store timings"; isa_models/cores.py): ALU 1; SMLAD 1; LDR 2, 1 when it pipelines after a
+"Load/store timings"; isa_models/cortex_m/cores.py): ALU 1; SMLAD 1; LDR 2, 1 when it pipelines after a
 load whose destination is not in its address; LDM 1+N; STR #imm 1; a load whose address the
 data-processing instruction just before computed +1; BL 1+P; taken B<cond> 1+P, not taken 1;
 P = 2 (the model's refill, within the TRM's 1..3).
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from isa_models.cores import CORE_MODELS, get_core_model
+from isa_models.cortex_m.cores import CORE_MODELS, get_core_model
+from isa_models.cortex_m.systems import SYSTEMS, get_system
 from isa_models.errors import UnknownNameError
-from isa_models.systems import SYSTEMS, get_system
 from refsim.qemu import build
 from refsim.qemu.blocks import Insn, kind_of, listing_of, memory_cycles
 from refsim.qemu.cores import get_core
@@ -307,7 +307,7 @@ def test_flash_wait_states_for_code_and_weights(timing: None) -> None:
     with weights in SRAM, data costs nothing. Everything else is the ideal system's."""
     import dataclasses
 
-    from isa_models import systems
+    from isa_models.cortex_m import systems
 
     cases = _cases()[:2]
     ideal = time_cases("cortex-m4", cases)

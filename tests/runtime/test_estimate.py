@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from isa_models import calibration
-from isa_models.cores import CORE_MODELS
-from isa_models.program import NoEstimate
+from isa_models.cortex_m import calibration
+from isa_models.cortex_m.cores import CORE_MODELS
+from isa_models.cortex_m.program import NoEstimate
 from refsim.cli import main
 from refsim.ops.cost import attach, cost_hook
 from refsim.ops.registry import all_ops
@@ -132,3 +132,32 @@ def test_plot_writes_a_png(tmp_path):
     png = tmp_path / "kws.png"
     assert main(["run", str(MODELS_DIR / "kws.pte"), "--estimate-cycles", "--plot", str(png), "-q"]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pte"
+
+
+@pytest.mark.parametrize(
+    "pte, core, libraries",
+    [
+        (MODELS_DIR / "kws.pte", "cortex-m55", {"cmsis-nn"}),
+        (MODELS_DIR / "kws_m4.pte", "cortex-m4", {"cmsis-nn"}),
+        # refsim_lut_s8 is refsim's own: priced from kernels_c's fit, that library loaded once too
+        (FIXTURES / "cm_unary.pte", "cortex-m55", {"cmsis-nn", "kernels_c"}),
+    ],
+)
+def test_an_estimate_loads_each_library_it_uses_once(monkeypatch, pte, core, libraries):
+    loads = []
+    real_load = calibration.load
+
+    def counting_load(core, library=None, **kwargs):
+        loaded = real_load(core, library, **kwargs)
+        loads.append(loaded.library)
+        return loaded
+
+    monkeypatch.setattr(calibration, "load", counting_load)
+    program = Program.load(pte)
+    est = estimate_method(program, program.method("forward"), cpu=core)
+    used = {s.split("/", 1)[0] for row in est.rows for s in row.cost.sources if f"/{core}:" in s}
+    assert used == libraries  # the case covers what it claims
+    assert sorted(loads) == sorted(libraries), loads

@@ -5,9 +5,9 @@
 - :mod:`~refsim.lab.executorch.dispatch_probe`: the generated unboxing wrappers over empty
   kernels and the probe ELF (its C++ driver in ``dispatch_probe/``).
 - :mod:`~refsim.lab.executorch.dispatch_measure`: the programs it runs, the per-call fit
-  (isa_models/dispatch.json) and the cortex_m ops' own set-up.
+  (isa_models/cortex_m/dispatch.json) and the cortex_m ops' own set-up.
 - :mod:`~refsim.lab.executorch.float_probe`: the portable fp32 kernels per element
-  (isa_models/float_ops.json).
+  (isa_models/cortex_m/float_ops.json).
 - :mod:`~refsim.lab.executorch.code_size`: the flash of the runtime core and of each operator
   (refsim/memory/executorch_code.json).
 - :mod:`~refsim.lab.executorch.sizeof_probe`: the 32-bit sizes of the runtime structs, from the

@@ -175,7 +175,7 @@ def et_objects(
     compiled for the core model ``model_name`` into ``build`` (reused when already there);
     ``extra_includes``: -I flags the units need (CMSIS-NN's Include for the cortex_m ops);
     ``extra_flags``: appended to the core's flags (``-Os``: ExecuTorch's size-optimised build)."""
-    from isa_models.cores import get_core_model
+    from isa_models.cortex_m.cores import get_core_model
     from refsim.qemu.timing import qemu_core_for
 
     model = get_core_model(model_name)

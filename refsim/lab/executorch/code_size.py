@@ -354,7 +354,7 @@ def measure_all(
 ) -> dict:
     """The data file's content (refsim/memory/executorch_code.json). A core whose gcc flags equal
     an earlier one's (cortex-m85: gcc 12.2 builds it as cortex-m55) names that core instead."""
-    from isa_models.cores import get_core_model
+    from isa_models.cortex_m.cores import get_core_model
     from refsim.qemu.timing import qemu_core_for
 
     per_core: dict = {}

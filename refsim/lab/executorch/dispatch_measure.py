@@ -1,5 +1,5 @@
 """The measurement of the dispatch probe (refsim/lab/executorch/dispatch_probe.py): the programs it runs,
-the per-call counting windows it gets back, the fit isa_models/program.py prices dispatch with,
+the per-call counting windows it gets back, the fit isa_models/cortex_m/program.py prices dispatch with,
 and the data file's provenance.
 
     per call    = call + argument · arguments + list · list arguments + list_element · elements
@@ -253,7 +253,7 @@ def measure_all(
     command: str = "",
     cmsis_include: Path | None = None,
 ) -> dict:
-    """The data file's content (isa_models/dispatch.json): provenance, every program's calls
+    """The data file's content (isa_models/cortex_m/dispatch.json): provenance, every program's calls
     (shapes), per core the fit and the windows (instructions and cycles) of every program, and
     with ``cmsis_include`` (CMSIS-NN's Include/, for the cortex_m ops' headers) each cortex_m
     op's own set-up (:func:`measure_setup`)."""

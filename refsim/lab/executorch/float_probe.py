@@ -1,5 +1,5 @@
 """Measure ExecuTorch's portable fp32 kernels per element on a Cortex-M core, instruction-timed
-under QEMU, for the fp32 rates isa_models/program.py prices portable float ops with.
+under QEMU, for the fp32 rates isa_models/cortex_m/program.py prices portable float ops with.
 
     EXECUTORCH_DIR=/tmp/et FLATBUFFERS_DIR=/tmp/fb python benchmarks/dispatch.py --write
 
@@ -155,7 +155,7 @@ def float_table(raw: dict) -> dict:
 
 
 def measure_float_all(sources: Sources, build: Path, cores: Sequence[str], command: str = "") -> dict:
-    """The data file's content (isa_models/float_ops.json): provenance, per core the windows and
+    """The data file's content (isa_models/cortex_m/float_ops.json): provenance, per core the windows and
     the table (:func:`float_table`)."""
     per_core = {}
     for core in cores:

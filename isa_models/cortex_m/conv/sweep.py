@@ -1,0 +1,198 @@
+"""The designed calibration sweep of the convolution family (:mod:`isa_models.cortex_m.conv`): per route,
+hand-picked shapes that pin the corners (odd tails, padding, strides, real layers) and a seeded
+space-filling draw between them. Shapes appended later go last, so the earlier ones keep their
+fit / held-out roles (refsim's ``sweep_calls`` holds out every 4th shape of a route).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa_models.shapes import ceil_div
+from kernels_py import conv
+
+
+def _shape(
+    x: tuple[int, int, int, int],
+    f: tuple[int, int, int],
+    stride: tuple[int, int] = (1, 1),
+    padding: tuple[int, int] | None = None,
+    dilation: tuple[int, int] = (1, 1),
+    groups: int = 1,
+) -> dict[str, int]:
+    """A conv call's params (VECTORS.md names); ``padding`` None = TFLite SAME."""
+    n, h, w, c = x
+    oc, kh, kw = f
+    p: dict[str, int] = {}
+    out = []
+    pads = []
+    for size, k, st, d, pd in zip((h, w), (kh, kw), stride, dilation, padding or (None, None), strict=True):
+        extent = d * (k - 1) + 1
+        if pd is None:
+            o = ceil_div(size, st)
+            pd = max((o - 1) * st + extent - size, 0) // 2
+        else:
+            o = conv.conv_output_size(size, k, st, pd, d)
+        out.append(o)
+        pads.append(pd)
+    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (oc, kh, kw, c // groups)),
+                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
+        for k_, v in zip("nhwc", dd, strict=True):
+            p[f"{name}.{k_}"] = v
+    p.update({"stride.h": stride[0], "stride.w": stride[1], "padding.h": pads[0], "padding.w": pads[1]})
+    p.update({"dilation.h": dilation[0], "dilation.w": dilation[1]})
+    return p
+
+
+def sweep() -> list[tuple[str, dict[str, int]]]:
+    """The designed calibration shapes: (public function, params). Each route gets shapes that
+    vary pixels, channels and depth independently, including odd tails and real layers."""
+    w = "arm_convolve_wrapper_s8"
+    general = [
+        _shape((1, 12, 12, 8), (16, 3, 3)),
+        _shape((1, 16, 16, 3), (16, 3, 3), stride=(2, 2)),
+        _shape((1, 10, 10, 16), (8, 3, 3), padding=(0, 0)),
+        _shape((1, 8, 8, 5), (7, 5, 5)),
+        _shape((1, 25, 5, 1), (64, 10, 4), stride=(2, 2)),  # KWS first layer, shrunk
+        _shape((1, 9, 9, 12), (13, 3, 3), dilation=(2, 2)),
+        _shape((2, 6, 6, 4), (9, 3, 2)),
+        _shape((1, 16, 16, 16), (16, 3, 3)),  # IC conv
+        _shape((1, 12, 12, 32), (32, 3, 3), stride=(2, 2)),
+        _shape((1, 7, 7, 3), (5, 3, 3)),
+        _shape((1, 8, 8, 16), (16, 3, 3), groups=2),
+        _shape((1, 14, 14, 6), (24, 3, 3)),
+    ]
+    fast = [_shape((1, h, wd, c), (oc, 1, 1)) for h, wd, c, oc in (
+        (8, 8, 16, 16), (12, 12, 32, 32), (6, 6, 64, 24), (5, 5, 7, 9), (10, 10, 24, 48),
+        (4, 4, 128, 64), (25, 5, 64, 64), (3, 7, 33, 17), (12, 12, 8, 64), (6, 6, 96, 96),
+    )]  # fmt: skip
+    strided = [_shape((1, h, wd, c), (oc, 1, 1), stride=s) for h, wd, c, oc, s in (
+        (16, 16, 16, 32, (2, 2)), (12, 12, 32, 64, (2, 2)), (9, 9, 12, 8, (3, 3)), (8, 8, 64, 32, (2, 2)),
+        (10, 10, 24, 24, (2, 1)), (14, 14, 7, 13, (2, 2)), (16, 16, 32, 16, (2, 2)), (6, 6, 48, 48, (2, 2)),
+    )]  # fmt: skip
+    one_x_n = [_shape((1, 1, wd, c), (oc, 1, k), padding=(0, pad)) for wd, c, oc, k, pad in (
+        (64, 32, 32, 5, 2), (40, 16, 24, 3, 1), (100, 8, 16, 7, 0), (32, 64, 64, 3, 1),
+        (50, 4, 12, 9, 4), (24, 20, 20, 5, 0), (80, 12, 8, 3, 1), (16, 96, 48, 4, 0),
+    )]  # fmt: skip
+    t = "arm_transpose_conv_wrapper_s8"
+    transposed = []
+    for x, f, s in (
+        ((1, 4, 4, 8), (8, 3, 3), (2, 2)), ((1, 6, 6, 4), (6, 2, 2), (2, 2)), ((1, 5, 5, 12), (4, 3, 3), (3, 3)),
+        ((1, 8, 8, 6), (10, 3, 3), (1, 1)), ((1, 3, 7, 16), (8, 4, 4), (2, 2)), ((1, 6, 6, 10), (16, 3, 3), (3, 3)),
+        ((1, 8, 8, 3), (5, 5, 5), (2, 2)), ((1, 4, 6, 8), (12, 2, 2), (2, 2)),
+    ):  # fmt: skip
+        transposed.append(_transpose_shape(x, f, s))
+    reverse = [_transpose_shape(x, f, s) for x, f, s in (
+        ((1, 4, 4, 24), (8, 3, 3), (2, 2)), ((1, 6, 6, 32), (16, 3, 3), (2, 2)), ((1, 5, 5, 20), (12, 2, 2), (2, 2)),
+        ((1, 8, 8, 17), (8, 3, 3), (1, 1)), ((1, 4, 8, 48), (16, 4, 4), (2, 2)), ((1, 6, 6, 64), (8, 3, 3), (2, 2)),
+        ((1, 3, 3, 32), (32, 3, 3), (2, 2)), ((1, 7, 5, 24), (6, 3, 3), (1, 2)),
+    )]  # fmt: skip
+    general += _drawn(11, 40, _draw_general)
+    fast += _drawn(12, 16, _draw_fast)
+    strided += _drawn(13, 16, _draw_strided)
+    one_x_n += _drawn(14, 16, _draw_1_x_n)
+    transposed += _drawn(15, 24, lambda r: _draw_transpose(r, reverse=False))
+    reverse += _drawn(16, 12, lambda r: _draw_transpose(r, reverse=True))
+    # More reverse-route shapes (15 fit shapes could not pin its im2col, mat-mult and filter
+    # reversal loops apart): C_IN with and without 16-lane tails, strides 1/2 per axis, 1-5 taps.
+    # Appended last, so the shapes above keep their fit / held-out roles.
+    reverse_more = [_transpose_shape(x, f, s) for x, f, s in (
+        ((1, 5, 5, 33), (8, 3, 3), (2, 2)), ((1, 6, 4, 20), (12, 3, 2), (1, 1)), ((1, 4, 4, 40), (4, 5, 5), (2, 2)),
+        ((1, 3, 6, 18), (16, 2, 3), (2, 1)), ((1, 6, 6, 24), (8, 1, 3), (1, 2)), ((1, 4, 5, 48), (6, 3, 3), (2, 2)),
+        ((1, 7, 3, 32), (10, 4, 2), (1, 1)), ((1, 3, 4, 17), (24, 3, 4), (2, 2)), ((1, 5, 3, 64), (4, 2, 1), (2, 2)),
+        ((1, 4, 7, 28), (8, 3, 3), (1, 2)), ((1, 2, 5, 96), (8, 3, 3), (2, 2)), ((1, 6, 5, 21), (5, 2, 2), (2, 2)),
+    )]  # fmt: skip
+    return [(w, s) for s in general + fast + strided + one_x_n] + [
+        (t, s) for s in transposed + reverse + reverse_more
+    ]
+
+
+#: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
+MAX_DRAWN_MACS = 400_000
+
+
+def _drawn(seed: int, count: int, draw) -> list[dict[str, int]]:
+    """``count`` shapes from ``draw`` with a fixed seed (a space-filling part of the designed
+    sweep: the hand-picked shapes above pin the corners, these fill the space between)."""
+    from isa_models.cortex_m.conv import conv_macs, transpose_macs  # the formulas module imports this one
+
+    rng = np.random.default_rng(seed)
+    out: list[dict[str, int]] = []
+    while len(out) < count:
+        p = draw(rng)
+        if (
+            p is not None
+            and min(p["output_dims.h"], p["output_dims.w"]) > 0
+            and (transpose_macs(p) if "padding_offsets.h" in p else conv_macs(p)) <= MAX_DRAWN_MACS
+        ):
+            out.append(p)
+    return out
+
+
+def _pick(rng, values):
+    return int(rng.choice(values))
+
+
+def _draw_general(rng) -> dict[str, int] | None:
+    groups = _pick(rng, [1, 1, 1, 1, 2])
+    c = _pick(rng, [1, 3, 4, 8, 12, 16, 24, 32]) * groups
+    oc = _pick(rng, [4, 8, 13, 16, 24, 32, 48, 64]) * groups
+    k = (_pick(rng, [1, 2, 3, 3, 5]), _pick(rng, [2, 3, 3, 4, 5]))
+    stride = (_pick(rng, [1, 1, 2]),) * 2
+    dilation = (2, 2) if rng.random() < 0.1 else (1, 1)
+    x = (1, _pick(rng, [5, 8, 10, 12, 16, 20]), _pick(rng, [5, 8, 10, 12, 16]), c)
+    padding = None if rng.random() < 0.7 else (0, 0)
+    return _shape(x, (oc, *k), stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def _draw_fast(rng) -> dict[str, int]:
+    x = (1, _pick(rng, [2, 4, 5, 7, 8, 10, 12]), _pick(rng, [3, 4, 5, 8, 10, 12]),
+         _pick(rng, [3, 8, 15, 16, 24, 32, 64, 96, 128]))  # fmt: skip
+    return _shape(x, (_pick(rng, [5, 8, 16, 17, 24, 32, 64, 128]), 1, 1))
+
+
+def _draw_strided(rng) -> dict[str, int]:
+    x = (1, _pick(rng, [6, 8, 10, 12, 16]), _pick(rng, [6, 8, 9, 12, 16]), _pick(rng, [4, 8, 15, 16, 32, 64]))
+    s = (_pick(rng, [2, 2, 3]), _pick(rng, [1, 2, 2]))
+    return _shape(x, (_pick(rng, [8, 16, 17, 32, 64]), 1, 1), stride=s)
+
+
+def _draw_1_x_n(rng) -> dict[str, int]:
+    c = _pick(rng, [4, 8, 12, 16, 32, 64])
+    k = _pick(rng, [2, 3, 4, 5, 7])
+    return _shape((1, 1, _pick(rng, [16, 24, 32, 49, 64, 100]), c), (_pick(rng, [8, 16, 24, 32, 64]), 1, k),
+                  padding=(0, 0))  # fmt: skip
+
+
+def _draw_transpose(rng, *, reverse: bool) -> dict[str, int]:
+    c = _pick(rng, [17, 20, 24, 32, 48, 64]) if reverse else _pick(rng, [1, 3, 4, 8, 12, 16])
+    s = (_pick(rng, [1, 2, 2]),) * 2 if reverse else (_pick(rng, [1, 2, 3]),) * 2
+    x = (1, _pick(rng, [2, 3, 4, 5, 6, 8]), _pick(rng, [2, 3, 4, 6, 8]), c)
+    return _transpose_shape(x, (_pick(rng, [4, 8, 12, 16]), _pick(rng, [2, 3, 4]), _pick(rng, [2, 3, 4])), s)
+
+
+def _transpose_shape(
+    x: tuple[int, int, int, int], f: tuple[int, int, int], s: tuple[int, int]
+) -> dict[str, int]:
+    """A TFLite SAME transpose convolution (output = input · stride), padding as TFLM sets it."""
+    n, h, w, c = x
+    oc, kh, kw = f
+    p: dict[str, int] = {}
+    out, pads, offsets = [], [], []
+    for size, k, st in ((h, kh, s[0]), (w, kw, s[1])):
+        o = size * st
+        total = max((size - 1) * st + k - o, 0)
+        out.append(o)
+        pads.append(total // 2)
+        offsets.append(total // 2 + total % 2)
+    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (oc, kh, kw, c)),
+                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
+        for k_, v in zip("nhwc", dd, strict=True):
+            p[f"{name}.{k_}"] = v
+    p.update({"stride.h": s[0], "stride.w": s[1], "padding.h": pads[0], "padding.w": pads[1]})
+    p.update({"padding_offsets.h": offsets[0], "padding_offsets.w": offsets[1]})
+    p.update({"dilation.h": 1, "dilation.w": 1})
+    return p
+
+
+__all__ = ["MAX_DRAWN_MACS", "sweep"]

@@ -1,0 +1,119 @@
+"""The designed calibration sweep of the depthwise family (:mod:`isa_models.cortex_m.depthwise`): designed shapes per route (3x3, _opt, generic, MVE one-channel inputs) and seeded draws between them.
+Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.cortex_m.formulas.sweep`), never by
+an estimate. Shapes appended later go last, so the earlier ones keep their fit / held-out roles
+(refsim's ``sweep_calls`` holds out every 4th shape of a route).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa_models.cortex_m.depthwise import PUBLIC_WRAPPER
+from isa_models.shapes import ceil_div
+
+
+def _shape(x, k, ch_mult=1, stride=(1, 1), padding=None, dilation=(1, 1)) -> dict[str, int]:
+    n, h, w, c = x
+    kh, kw = k
+    out, pads = [], []
+    for size, kk, st, dd, pd in zip((h, w), (kh, kw), stride, dilation, padding or (None, None), strict=True):
+        extent = dd * (kk - 1) + 1
+        if pd is None:
+            o = ceil_div(size, st)
+            pd = max((o - 1) * st + extent - size, 0) // 2
+        else:
+            o = (size + 2 * pd - extent) // st + 1
+        out.append(o)
+        pads.append(pd)
+    oc = c * ch_mult
+    p: dict[str, int] = {"ch_mult": ch_mult}
+    for name, dd in (("input_dims", (n, h, w, c)), ("filter_dims", (1, kh, kw, oc)),
+                     ("output_dims", (n, out[0], out[1], oc))):  # fmt: skip
+        for key, v in zip("nhwc", dd, strict=True):
+            p[f"{name}.{key}"] = v
+    p.update({"stride.h": stride[0], "stride.w": stride[1], "padding.h": pads[0], "padding.w": pads[1]})
+    p.update({"dilation.h": dilation[0], "dilation.w": dilation[1]})
+    return p
+
+
+def sweep() -> list[tuple[str, dict[str, int]]]:
+    """Designed shapes per route: 3x3 (KWS/VWW-like), opt (other windows), generic (ch_mult,
+    dilation, batch) and, for MVE, one-channel inputs that become convolutions."""
+    w = PUBLIC_WRAPPER
+    three = [_shape(x, (3, 3), stride=s) for x, s in (
+        ((1, 25, 5, 64), (1, 1)), ((1, 12, 12, 32), (1, 1)), ((1, 24, 24, 16), (2, 2)), ((1, 10, 10, 13), (1, 1)),
+        ((1, 6, 6, 128), (1, 1)), ((1, 16, 16, 8), (2, 2)), ((1, 8, 8, 36), (1, 1)), ((1, 12, 12, 64), (2, 2)),
+        ((1, 5, 5, 7), (1, 1)), ((1, 20, 20, 24), (1, 1)),
+    )]  # fmt: skip
+    opt = [_shape(x, k, stride=s, padding=pd) for x, k, s, pd in (
+        ((1, 12, 12, 16), (5, 5), (1, 1), None), ((1, 10, 10, 32), (3, 3), (1, 1), (2, 2)),
+        ((1, 16, 16, 12), (2, 2), (2, 2), (0, 0)), ((1, 9, 9, 20), (4, 4), (1, 1), None),
+        ((1, 8, 8, 64), (5, 5), (2, 2), None), ((1, 14, 14, 9), (3, 1), (1, 1), None),
+        ((1, 6, 6, 48), (7, 7), (1, 1), None), ((1, 12, 12, 24), (3, 5), (2, 1), None),
+    )]  # fmt: skip
+    generic = [_shape(x, k, ch_mult=m, stride=s, dilation=d) for x, k, m, s, d in (
+        ((1, 10, 10, 8), (3, 3), 2, (1, 1), (1, 1)), ((1, 8, 8, 4), (3, 3), 4, (1, 1), (1, 1)),
+        ((2, 8, 8, 16), (3, 3), 1, (1, 1), (1, 1)), ((1, 12, 12, 16), (3, 3), 1, (1, 1), (2, 2)),
+        ((1, 9, 9, 6), (5, 5), 3, (2, 2), (1, 1)), ((1, 12, 12, 3), (3, 3), 8, (2, 2), (1, 1)),
+        ((2, 6, 6, 10), (2, 2), 2, (1, 1), (1, 1)), ((1, 16, 8, 12), (3, 3), 2, (1, 2), (1, 1)),
+        # dilated windows (integer divisions per output and dilated axis), ch_mult 1 and more
+        ((1, 10, 10, 8), (3, 3), 1, (1, 1), (1, 2)), ((1, 12, 8, 6), (3, 3), 2, (1, 1), (2, 1)),
+        ((1, 14, 14, 4), (3, 3), 4, (1, 1), (3, 3)), ((1, 9, 12, 10), (2, 3), 1, (2, 1), (2, 2)),
+        ((1, 16, 10, 6), (3, 2), 2, (2, 2), (2, 3)), ((1, 8, 16, 12), (2, 2), 1, (1, 2), (1, 4)),
+        ((1, 11, 11, 5), (3, 3), 3, (1, 1), (2, 2)), ((1, 7, 9, 16), (5, 3), 1, (1, 1), (1, 2)),
+    )]  # fmt: skip
+    three += [
+        _shape(x, (3, 3), stride=st) for x, st in _drawn_dw(21, 14, channels=(4, 8, 13, 16, 32, 64, 96))
+    ]
+    opt += [_shape(x, k, stride=st) for (x, st), k in zip(
+        _drawn_dw(22, 14, channels=(4, 8, 12, 16, 24, 32, 48)), _kernels(23, 14), strict=True)]  # fmt: skip
+    rng = np.random.default_rng(24)
+    for x, st in _drawn_dw(25, 14, channels=(2, 3, 4, 6, 8, 12)):
+        generic.append(_shape(x, (3, 3), ch_mult=int(rng.choice([2, 3, 4, 8])), stride=st))
+    # ch_mult 1 on the generic route (dilated or batched): its loops are not the ch_mult > 1 ones
+    # (kernels_c: the chunked 4/8-channel passes; CMSIS-NN: one output per input channel), so it
+    # needs shapes of its own that vary window width, channel tails and clipping. Appended last,
+    # so the shapes above keep their fit / held-out roles.
+    generic_ch1 = [_shape(x, k, stride=s, dilation=d) for x, k, s, d in (
+        ((1, 10, 10, 12), (3, 1), (1, 1), (2, 1)), ((2, 6, 6, 20), (3, 3), (1, 1), (1, 1)),
+        ((1, 12, 10, 8), (5, 5), (1, 1), (2, 1)), ((1, 9, 9, 13), (3, 3), (2, 2), (2, 2)),
+        ((2, 5, 7, 24), (2, 4), (1, 1), (1, 1)), ((1, 14, 8, 6), (4, 2), (1, 1), (3, 1)),
+        ((1, 8, 12, 32), (1, 3), (1, 2), (1, 2)), ((2, 8, 6, 9), (3, 5), (1, 1), (1, 1)),
+        ((1, 11, 11, 4), (2, 2), (1, 1), (3, 3)), ((1, 10, 14, 18), (3, 4), (2, 1), (1, 2)),
+        ((2, 7, 7, 40), (2, 1), (2, 2), (1, 1)), ((1, 12, 12, 11), (5, 3), (1, 1), (2, 2)),
+    )]  # fmt: skip
+    # More one-channel inputs (MVE: the route to a convolution, 6 shapes were too few to fit the
+    # convolution's features); appended last for the same reason.
+    to_conv_more = [_shape(x, k, ch_mult=m, stride=s, padding=pd) for x, k, m, s, pd in (
+        ((1, 12, 12, 1), (3, 3), 8, (1, 1), None), ((1, 16, 10, 1), (3, 2), 12, (2, 2), None),
+        ((1, 9, 9, 1), (5, 5), 16, (1, 1), (0, 0)), ((1, 20, 8, 1), (4, 3), 6, (1, 1), None),
+        ((1, 10, 14, 1), (2, 2), 40, (2, 2), (0, 0)), ((1, 8, 8, 1), (3, 3), 96, (1, 1), None),
+        ((1, 14, 10, 1), (3, 5), 10, (2, 1), None), ((1, 6, 12, 1), (2, 4), 28, (1, 1), None),
+    )]  # fmt: skip
+    return [(w, s) for s in three + opt + generic + [s for _f, s in sweep_mve()] + generic_ch1 + to_conv_more]
+
+
+def _drawn_dw(seed: int, count: int, *, channels) -> list[tuple[tuple[int, int, int, int], tuple[int, int]]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        x = (1, int(rng.choice([5, 6, 8, 10, 12, 16, 24])), int(rng.choice([5, 6, 8, 10, 12, 16])),
+             int(rng.choice(channels)))  # fmt: skip
+        out.append((x, (int(rng.choice([1, 1, 2])),) * 2))
+    return out
+
+
+def _kernels(seed: int, count: int) -> list[tuple[int, int]]:
+    rng = np.random.default_rng(seed)
+    return [(int(rng.choice([2, 4, 5, 7])), int(rng.choice([1, 3, 4, 5]))) for _ in range(count)]
+
+
+def sweep_mve() -> list[tuple[str, dict[str, int]]]:
+    """One-channel inputs with many outputs: the MVE wrapper's route to a convolution."""
+    return [(PUBLIC_WRAPPER, _shape(x, k, ch_mult=m)) for x, k, m in (
+        ((1, 16, 16, 1), (3, 3), 16), ((1, 12, 12, 1), (5, 5), 24), ((1, 20, 10, 1), (3, 3), 32),
+        ((1, 8, 8, 1), (3, 3), 64), ((1, 10, 10, 1), (4, 4), 20), ((1, 14, 14, 1), (3, 3), 48),
+    )]  # fmt: skip
+
+
+__all__ = ["sweep"]

@@ -1,0 +1,200 @@
+"""Cost formulas for CMSIS-NN's s8 fully connected, batch matmul and vector sum (kernels_py/fully_connected.py).
+
+No routing inside CMSIS-NN here: the function named is the one that runs (per-tensor or
+per-channel requantization is the caller's choice, kernels_py/fully_connected.py). On MVE,
+ExecuTorch precomputes the kernel sums (``arm_vector_sum_s8``) ahead of time; the runtime
+call then only runs the mat-vec.
+
+Features: ``call``, ``batches`` = N rows (a batch matmul: per (batch, head, lhs row)),
+``outputs`` = N·C requantized, ``groups`` = batch · head pairs (batch matmul), and the vec-mat
+passes of the library that runs: CMSIS-NN's ``arm_nn_vec_mat_mult_t_s8`` groups output
+channels by 3/2/4 (scalar/DSP/MVE) then runs the rest one by one (``_vec_mat_cmsis``; its
+batch matmul adds a vector sum of the RHS per group), kernels_c groups by 4/2/4 with its own K
+steps (``_vec_mat_kernels_c``)::
+
+    instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
+
+arm_vector_sum_s8 (rows × cols): ``call``, ``outputs`` = rows, ``blocks`` = rows·⌊cols/L⌋
+(MVE: rows·⌈cols/16⌉), ``k_tail`` = rows·(cols mod L) off MVE; CMSIS-NN's MVE loop sums five
+rows per pass, then one: ``tail_blocks`` = (rows mod 5)·⌈cols/16⌉ (:func:`_vsum_features`).
+"""
+
+from __future__ import annotations
+
+from isa_models.cortex_m.formula import Features, Formula
+from isa_models.shapes import BLOCKING, Params, ceil_div, dims, value
+
+FAMILY = "fully_connected"
+
+
+def _vec_mat_cmsis(tier: str, rows: int, channels: int, depth: int) -> dict[str, float]:
+    """CMSIS-NN's ``arm_nn_vec_mat_mult_t_s8`` per LHS row: output channels in groups of G
+    (scalar 3, DSP 2, MVE 4), then the C mod G left one at a time, each a pass over K
+    (scalar: K MACs; DSP: ⌊K/4⌋ SMLAD blocks + K mod 4; MVE: ⌈K/16⌉ predicated VMLADAVs):
+    group_rows/odd_rows (pass set-ups), group_blocks/odd_blocks, group_tail/odd_tail."""
+    group = {"scalar": 3, "dsp": 2, "mve": 4}[tier]
+    full, odd = divmod(channels, group)
+    if tier == "mve":
+        per, tail = ceil_div(depth, 16), 0
+    elif tier == "dsp":
+        per, tail = depth // 4, depth % 4
+    else:
+        per, tail = depth, 0
+    return {"group_rows": float(rows * full), "odd_rows": float(rows * odd),
+            "group_blocks": float(rows * full * per), "odd_blocks": float(rows * odd * per),
+            "group_tail": float(rows * full * tail), "odd_tail": float(rows * odd * tail)}  # fmt: skip
+
+
+def _vec_mat_kernels_c(
+    tier: str, rows: int, channels: int, depth: int, *, dsp_unroll8: bool
+) -> dict[str, float]:
+    """kernels_c's vec-mat per LHS row (src/fully_connected_s8.c, support/nn_vec_mat.h): output
+    channels in groups of 4 (scalar, MVE) or 2 (DSP), then one by one; K by 1 (scalar), by 4
+    with a 1-byte tail (DSP; batch matmul's pairs step 8 first), by 16 with one predicated tail
+    (MVE, which also sums each weight row once per call: ksum_blocks)."""
+    group = 2 if tier == "dsp" else 4
+    full, odd = divmod(channels, group)
+    if tier == "mve":
+        per, step, tail = depth // 16, 0, int(depth % 16 != 0)
+        single_per, single_tail = per, tail
+    elif tier == "dsp":
+        per = depth // 8 if dsp_unroll8 else depth // 4
+        step = (depth % 8) // 4 if dsp_unroll8 else 0
+        tail, single_per, single_tail = depth % 4, depth // 4, depth % 4
+    else:
+        per, step, tail, single_per, single_tail = depth, 0, 0, depth, 0
+    f = {"group_rows": float(rows * full), "odd_rows": float(rows * odd),
+         "group_blocks": float(rows * full * per), "group_steps": float(rows * full * step),
+         "group_tail": float(rows * full * tail), "odd_blocks": float(rows * odd * single_per),
+         "odd_tail": float(rows * odd * single_tail)}  # fmt: skip
+    if tier == "mve":
+        f["ksum_blocks"] = float(channels * (per + tail))
+    return f
+
+
+def _fc_kernels_c_features(p: Params, tier: str) -> Features:
+    n, k, c = _fc_shape(p)
+    return {"call": 1.0, "batches": float(n), "outputs": float(n * c),
+            **_vec_mat_kernels_c(tier, n, c, k, dsp_unroll8=False)}  # fmt: skip
+
+
+def _bmm_kernels_c_features(p: Params, tier: str) -> Features:
+    groups, rows, c, k = _bmm_shape(p)
+    mat = _vec_mat_kernels_c(tier, rows, c, k, dsp_unroll8=True)
+    return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows),
+            "outputs": float(groups * rows * c), **{key: groups * v for key, v in mat.items()}}  # fmt: skip
+
+
+def _fc_cmsis_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's FC: per batch row one :func:`_vec_mat_cmsis`; outputs = N·C requantized."""
+    n, k, c = _fc_shape(p)
+    return {"call": 1.0, "batches": float(n), "outputs": float(n * c), **_vec_mat_cmsis(tier, n, c, k)}
+
+
+def _fc_shape(p: Params) -> tuple[int, int, int]:
+    return value(p, "input_dims.n"), value(p, "filter_dims.n"), value(p, "output_dims.c")
+
+
+def _fc_macs(p: Params) -> int:
+    n, k, c = _fc_shape(p)
+    return n * k * c
+
+
+def _fc_bytes(p: Params) -> tuple[int, int]:
+    n, k, c = _fc_shape(p)
+    return n * k + k * c + 12 * c, n * c
+
+
+def _bmm_shape(p: Params) -> tuple[int, int, int, int]:
+    o = dims(p, "output_dims")
+    return o.n * o.h, o.w, o.c, value(p, "input_lhs_dims.c")
+
+
+def _bmm_cmsis_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_batch_matmul_s8: per (batch, head) group ``arm_vector_sum_s8`` over the
+    RHS (vsum_rows = C, vsum_blocks = C·⌊K/L⌋ or ⌈K/16⌉ on MVE) and per LHS row one
+    :func:`_vec_mat_cmsis` over the C RHS rows."""
+    groups, rows, c, k = _bmm_shape(p)
+    lanes = BLOCKING[tier].reduce_lanes
+    vsum = c * (ceil_div(k, lanes) if tier == "mve" else k // lanes)
+    mat = _vec_mat_cmsis(tier, rows, c, k)
+    return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows), "outputs": float(groups * rows * c),
+            "vsum_rows": float(groups * c), "vsum_blocks": float(groups * vsum),
+            "vsum_tail": float(0 if tier == "mve" else groups * c * (k % lanes)),
+            **{key: groups * v for key, v in mat.items()}}  # fmt: skip
+
+
+def _bmm_macs(p: Params) -> int:
+    groups, rows, c, k = _bmm_shape(p)
+    return groups * rows * c * k
+
+
+def _bmm_bytes(p: Params) -> tuple[int, int]:
+    lhs, rhs = dims(p, "input_lhs_dims"), dims(p, "input_rhs_dims")
+    groups, rows, c, _ = _bmm_shape(p)
+    return lhs.n * lhs.h * lhs.w * lhs.c + rhs.n * rhs.h * rhs.w * rhs.c, groups * rows * c
+
+
+def _vsum_features_kernels_c(p: Params, tier: str) -> Features:
+    rows, cols = value(p, "vector_rows"), value(p, "vector_cols")
+    lanes = BLOCKING[tier].reduce_lanes
+    blocks = rows * (ceil_div(cols, lanes) if tier == "mve" else cols // lanes)
+    tail = 0 if tier == "mve" else rows * (cols % lanes)
+    return {"call": 1.0, "outputs": float(rows), "blocks": float(blocks), "k_tail": float(tail)}
+
+
+def _vsum_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_vector_sum_s8: kernels_c's features, and on MVE the rows five at a time
+    (one 16-column trip loads and sums five rows), then the ``rows mod 5`` rows one at a time,
+    each of their ⌈cols/16⌉ trips a whole loop pass for one row: tail_blocks = (rows mod 5)·⌈cols/16⌉."""
+    f = dict(_vsum_features_kernels_c(p, tier))
+    if tier == "mve":
+        f["tail_blocks"] = float((value(p, "vector_rows") % 5) * ceil_div(value(p, "vector_cols"), 16))
+    return f
+
+
+def _vsum_macs(p: Params) -> int:
+    return value(p, "vector_rows") * value(p, "vector_cols")
+
+
+def _vsum_bytes(p: Params) -> tuple[int, int]:
+    return _vsum_macs(p), 4 * value(p, "vector_rows")
+
+
+FORMULAS: dict[str, Formula] = {
+    f.key: f
+    for f in (
+        Formula("arm_fully_connected_s8", "arm_fully_connected_s8", _fc_cmsis_features, _fc_macs, _fc_bytes,
+                "per-tensor requantization", library_features=(("kernels_c", _fc_kernels_c_features),)),
+        Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_cmsis_features,
+                _fc_macs, _fc_bytes, "per-channel requantization", library_features=(("kernels_c", _fc_kernels_c_features),)),
+        Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_cmsis_features, _bmm_macs, _bmm_bytes,
+                "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_kernels_c_features),)),
+        Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
+                "kernel sums (ahead of time in ExecuTorch's MVE linear)",
+                library_features=(("kernels_c", _vsum_features_kernels_c),)),
+    )
+}  # fmt: skip
+
+
+def route(function: str, p: Params, tier: str) -> str:
+    return function
+
+
+def fc_params(n: int, k: int, c: int) -> dict[str, int]:
+    p = {"input_dims.n": n, "input_dims.h": 1, "input_dims.w": 1, "input_dims.c": k}
+    p.update({"filter_dims.n": k, "filter_dims.h": 1, "filter_dims.w": 1, "filter_dims.c": c})
+    p.update({"output_dims.n": n, "output_dims.h": 1, "output_dims.w": 1, "output_dims.c": c})
+    return p
+
+
+def bmm_params(batch: int, heads: int, rows: int, cols: int, k: int) -> dict[str, int]:
+    p: dict[str, int] = {}
+    for name, dd in (("input_lhs_dims", (batch, heads, rows, k)), ("input_rhs_dims", (batch, heads, cols, k)),
+                     ("output_dims", (batch, heads, rows, cols))):  # fmt: skip
+        for key, v in zip("nhwc", dd, strict=True):
+            p[f"{name}.{key}"] = v
+    return p
+
+
+__all__ = ["FAMILY", "FORMULAS", "bmm_params", "fc_params", "route"]

@@ -1,0 +1,48 @@
+"""The designed calibration sweep of the fully_connected family (:mod:`isa_models.cortex_m.fully_connected`): FC, batch mat-mult and vector-sum shapes (K tails, odd columns, real layers).
+Loaded by ``refsim calibrate`` and the tests only (:func:`isa_models.cortex_m.formulas.sweep`), never by
+an estimate. Shapes appended later go last, so the earlier ones keep their fit / held-out roles
+(refsim's ``sweep_calls`` holds out every 4th shape of a route).
+"""
+
+from __future__ import annotations
+
+from isa_models.cortex_m.fully_connected import bmm_params, fc_params
+
+_FC_SHAPES = (
+    (1, 64, 12),
+    (1, 640, 128),
+    (1, 128, 128),
+    (1, 128, 8),
+    (1, 8, 128),
+    (1, 256, 16),
+    (2, 100, 30),
+    (1, 1024, 64),
+    (4, 33, 17),
+    (1, 512, 10),
+    (1, 77, 45),
+    (3, 64, 64),
+    (1, 45, 7),
+    (2, 250, 3),
+    (1, 19, 33),
+    (5, 96, 20),
+)
+
+
+def sweep() -> list[tuple[str, dict[str, int]]]:
+    out: list[tuple[str, dict[str, int]]] = []
+    for fn in ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8"):
+        out += [(fn, fc_params(*s)) for s in _FC_SHAPES]
+    out += [("arm_batch_matmul_s8", bmm_params(*s)) for s in (
+        (1, 1, 16, 16, 32), (1, 2, 8, 12, 64), (2, 1, 10, 6, 20), (1, 4, 8, 8, 16), (1, 1, 4, 32, 128),
+        (1, 1, 24, 8, 7), (1, 2, 16, 16, 48), (2, 2, 5, 9, 33),
+        # K tails of 4 and 16 lanes, odd column counts, one-row and many-head shapes
+        (1, 1, 12, 5, 18), (1, 3, 6, 10, 40), (1, 1, 1, 64, 64), (2, 3, 3, 7, 9), (1, 1, 32, 3, 24),
+        (1, 6, 4, 4, 30), (1, 1, 9, 17, 96), (3, 1, 7, 12, 50),
+    )]  # fmt: skip
+    out += [("arm_vector_sum_s8", {"vector_rows": r, "vector_cols": c}) for r, c in (
+        (12, 64), (128, 640), (16, 256), (64, 33), (10, 512), (128, 128), (45, 77), (8, 128),
+    )]  # fmt: skip
+    return out
+
+
+__all__ = ["sweep"]
