@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from kernels_py import conv as kconv
+from kernels_py import conv_transpose as ktconv
 from kernels_py import depthwise as kdw
 from kernels_py.types import (
     INT8_MAX,
@@ -212,8 +213,8 @@ def _conv_scratch_need(call: _ConvCall, kind: str) -> dict[str, tuple[int, int]]
             need[isa] = (kdw.depthwise_conv_wrapper_s8_get_buffer_size(p, i, f, o, isa), 0)
         else:
             need[isa] = (
-                kconv.transpose_conv_s8_get_buffer_size(p, i, f, o, isa),
-                kconv.transpose_conv_s8_get_reverse_conv_buffer_size(p, i, f),
+                ktconv.transpose_conv_s8_get_buffer_size(p, i, f, o, isa),
+                ktconv.transpose_conv_s8_get_reverse_conv_buffer_size(p, i, f),
             )
     return need
 
@@ -231,7 +232,7 @@ def _conv_operands(a: Args, kind: str, call: _ConvCall, checked: bool):
         wrapper = {
             "conv": kconv.convolve_wrapper_s8,
             "depthwise": kdw.depthwise_conv_wrapper_s8,
-            "transpose": kconv.transpose_conv_wrapper_s8,
+            "transpose": ktconv.transpose_conv_wrapper_s8,
         }[kind]
         return wrapper, (x, weight, bias, p, quant, call.output_hw)
     if bias is None:
@@ -246,7 +247,7 @@ def _conv_operands(a: Args, kind: str, call: _ConvCall, checked: bool):
         tail = (p.ch_mult, s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, *call.output_hw)  # fmt: skip
         return kdw._depthwise_conv_kernel, (x, weight, bias, *head, *tail)
     tail = (s.h, s.w, pad.h, pad.w, act.min, act.max, *call.output_hw)
-    return kconv._transpose_conv_kernel, (x, weight, bias, *head, *tail)
+    return ktconv._transpose_conv_kernel, (x, weight, bias, *head, *tail)
 
 
 def _conv_prepare(kind: str) -> Callable[[Args], _Plan]:
@@ -283,7 +284,7 @@ def _conv_kernel(kind: str) -> Callable[[Args, str], str]:
             return kconv.select_convolve_kernel(c.params, c.input_dims, c.filter_dims, c.output_dims)
         if kind == "depthwise":
             return kdw.select_depthwise_kernel(c.params, c.input_dims, c.filter_dims, c.output_dims, isa)
-        return kconv.select_transpose_conv_kernel(c.params, c.input_dims)
+        return ktconv.select_transpose_conv_kernel(c.params, c.input_dims)
 
     return kernel
 

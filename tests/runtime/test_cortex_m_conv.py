@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from kernels_py import conv as kconv
+from kernels_py import conv_transpose as ktconv
 from kernels_py import depthwise as kdw
 from kernels_py import fully_connected as kfc
 from kernels_py.types import (
@@ -215,7 +216,7 @@ def independent(call: Call) -> np.ndarray:
         )
     elif "transpose" in name:
         params = TransposeConvParams(padding_offsets=_tile(v["output_padding"]), **common)
-        y = kconv.transpose_conv_wrapper_s8(x, w, bias, params, q, out_hw)
+        y = ktconv.transpose_conv_wrapper_s8(x, w, bias, params, q, out_hw)
     else:
         y = kconv.convolve_wrapper_s8(x, w, bias, ConvParams(**common), q, out_hw)
     return y if nhwc else y.transpose(0, 3, 1, 2)
