@@ -80,7 +80,7 @@ arm_cmsis_nn_status rs_depthwise_conv_s8_opt_scalar(RS_DEPTHWISE_CONV_ARGS);
 arm_cmsis_nn_status rs_depthwise_conv_s8_opt_dsp(RS_DEPTHWISE_CONV_ARGS);
 arm_cmsis_nn_status rs_depthwise_conv_s8_opt_mve(RS_DEPTHWISE_CONV_ARGS);
 
-/* Pooling (src/pooling_s8.c). */
+/* Pooling (src/pooling_s8_avg.c, src/pooling_s8_max.c). */
 #define RS_POOL_ARGS                                                                                               \
     const cmsis_nn_context *ctx, const cmsis_nn_pool_params *pool_params, const cmsis_nn_dims *input_dims,         \
         const int8_t *src, const cmsis_nn_dims *filter_dims, const cmsis_nn_dims *output_dims, int8_t *dst
