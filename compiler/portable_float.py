@@ -1,5 +1,5 @@
 """Layers with no int8 cortex_m form, left in fp32 on refsim's portable kernels
-(``refsim/ops/portable_float.py``), between ``cortex_m::dequantize_per_tensor`` and
+(``refsim/ops/portable_float/``), between ``cortex_m::dequantize_per_tensor`` and
 ``cortex_m::quantize_per_tensor``.
 
 Each float op of the exported graph maps to the ``aten::<op>.<overload>`` kernel ExecuTorch

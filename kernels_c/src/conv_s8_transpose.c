@@ -3,9 +3,9 @@
  * (CMSIS-NN v7 API: arm_transpose_conv_s8.c V.2.0.x, arm_transpose_conv_wrapper_s8.c V.1.0.0,
  * arm_transpose_conv_get_buffer_sizes_s8.c).
  *
- * Semantics (kernels_py.conv.transpose_conv_s8, TFLM reference TransposeConv): every input pixel
- * scatters (x + input_offset) * w into the outputs at in * stride - padding + k, bias is added
- * and each output requantized once. CMSIS-NN scatters into an int32 rolling row buffer; here each
+ * Semantics (kernels_py.conv_transpose.transpose_conv_s8, TFLM reference TransposeConv): every
+ * input pixel scatters (x + input_offset) * w into the outputs at in * stride - padding + k, bias
+ * is added and each output requantized once. CMSIS-NN scatters into an int32 rolling row buffer; here each
  * output gathers instead: output row oy takes filter row ky exactly when oy + pad - ky is a
  * multiple of the stride, reading input row (oy + pad - ky) / stride, so an output is
  *   bias + sum over its valid taps of sum_c (x[iy][ix][c] + input_offset) * w[o][ky][kx][c],
@@ -18,9 +18,10 @@
  * taps (scalar MLA, DSP SXTAB16 + SMLAD, MVE VMLADAVA with the offset folded through VADDVA of
  * the weights); one always-inlined loop nest is instantiated per tier with its dot function.
  *
- * The wrapper routes like kernels_py.conv.select_transpose_conv_kernel: strides <= 2 and more
- * than 16 input channels run arm_convolve_s8 on the zero-upscaled input with the filter reversed
- * in reverse_conv_ctx (conv padding kernel - 1 - padding); anything else runs the kernel above.
+ * The wrapper routes like kernels_py.conv_transpose.select_transpose_conv_kernel: strides <= 2
+ * and more than 16 input channels run arm_convolve_s8 on the zero-upscaled input with the filter
+ * reversed in reverse_conv_ctx (conv padding kernel - 1 - padding); anything else runs the kernel
+ * above.
  *
  * ARM_CMSIS_NN_ARG_ERROR: the wrapper without ctx->buf (or, on the reverse route, without
  * reverse_conv_ctx->buf), as CMSIS-NN; and, where kernels_py rejects what CMSIS-NN computes
@@ -394,7 +395,7 @@ arm_cmsis_nn_status rs_transpose_conv_wrapper_s8_mve(RS_TRANSPOSE_CONV_WRAPPER_A
 #endif
 
 /* ------------------------------------------------------------------------------------------ */
-/* Buffer sizes (kernels_py.conv.transpose_conv_s8_get_buffer_size and the reverse size).      */
+/* Buffer sizes (kernels_py.conv_transpose.transpose_conv_s8_get_buffer_size, reverse size). */
 
 int32_t rs_transpose_conv_s8_buffer_size_tier(int32_t tier, const cmsis_nn_transpose_conv_params *p,
                                               const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims,

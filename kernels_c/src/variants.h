@@ -80,7 +80,7 @@ arm_cmsis_nn_status rs_depthwise_conv_s8_opt_scalar(RS_DEPTHWISE_CONV_ARGS);
 arm_cmsis_nn_status rs_depthwise_conv_s8_opt_dsp(RS_DEPTHWISE_CONV_ARGS);
 arm_cmsis_nn_status rs_depthwise_conv_s8_opt_mve(RS_DEPTHWISE_CONV_ARGS);
 
-/* Pooling (src/pooling_s8.c). */
+/* Pooling (src/pooling_s8_avg.c, src/pooling_s8_max.c). */
 #define RS_POOL_ARGS                                                                                               \
     const cmsis_nn_context *ctx, const cmsis_nn_pool_params *pool_params, const cmsis_nn_dims *input_dims,         \
         const int8_t *src, const cmsis_nn_dims *filter_dims, const cmsis_nn_dims *output_dims, int8_t *dst
@@ -155,8 +155,9 @@ arm_cmsis_nn_status rs_transpose_conv_wrapper_s8_dsp(RS_TRANSPOSE_CONV_WRAPPER_A
 arm_cmsis_nn_status rs_transpose_conv_wrapper_s8_mve(RS_TRANSPOSE_CONV_WRAPPER_ARGS);
 
 /* Scratch bytes of one convolution-family function on one tier (1 scalar, 2 DSP, 3 MVE, the
- * RS_VARIANT_* numbers): kernels_py.conv's sizes for isa scalar / dsp / mve. The public
- * get_buffer_size functions are these at the build's tier; the harness sizes ctx->buf with them. */
+ * RS_VARIANT_* numbers): kernels_py.conv's and conv_transpose's sizes for isa scalar / dsp / mve.
+ * The public get_buffer_size functions are these at the build's tier; the harness sizes ctx->buf
+ * with them. */
 int32_t rs_convolve_s8_buffer_size_tier(int32_t tier, const cmsis_nn_dims *input_dims,
                                         const cmsis_nn_dims *filter_dims);
 int32_t rs_convolve_1x1_s8_fast_buffer_size_tier(int32_t tier, const cmsis_nn_dims *input_dims);

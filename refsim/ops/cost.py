@@ -18,6 +18,7 @@ from contextvars import ContextVar
 
 from isa_models.cortex_m.program import CopyWork, FloatWork, KernelWork, NoEstimate, Work
 from refsim.ops import cortex_m_conv as conv_ops
+from refsim.ops import cortex_m_fully_connected as fc_ops
 from refsim.ops import cortex_m_misc as misc_ops
 from refsim.ops.registry import Args, OpDef, OpError, load_all
 
@@ -74,7 +75,7 @@ def _linear(a: Args, tier: str) -> list[Work]:
             f"form of arm_fully_connected_s8); a {tier} core cannot run it as exported — export for this "
             "core (e.g. CortexMTargetConfig(cpu=CortexM.M4)) or pick an MVE core"
         )
-    c = conv_ops._linear_call(a)
+    c = fc_ops._linear_call(a)
     p = {"input_dims.n": c.rows, "input_dims.h": 1, "input_dims.w": 1, "input_dims.c": c.depth}
     p.update({"filter_dims.n": c.depth, "filter_dims.h": 1, "filter_dims.w": 1, "filter_dims.c": c.channels})
     p.update({"output_dims.n": c.rows, "output_dims.h": 1, "output_dims.w": 1, "output_dims.c": c.channels})
@@ -84,7 +85,7 @@ def _linear(a: Args, tier: str) -> list[Work]:
 
 
 def _bmm(a: Args, tier: str) -> list[Work]:
-    (batch, rows, cols, depth), _, _ = conv_ops._bmm_call(a)
+    (batch, rows, cols, depth), _, _ = fc_ops._bmm_call(a)
     p: dict[str, int] = {}
     for name, d in (("input_lhs_dims", (1, batch, rows, depth)), ("input_rhs_dims", (1, batch, cols, depth)),
                     ("output_dims", (1, batch, rows, cols))):  # fmt: skip

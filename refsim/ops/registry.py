@@ -128,6 +128,7 @@ _REGISTRY: dict[str, OpDef] = {}
 #: Modules under refsim.ops that register operators.
 OP_MODULES = (
     "cortex_m_conv",
+    "cortex_m_fully_connected",
     "cortex_m_elementwise",
     "cortex_m_misc",
     "portable",

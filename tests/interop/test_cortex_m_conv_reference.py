@@ -34,7 +34,7 @@ torch = pytest.importorskip("torch")
 from executorch.backends.cortex_m.library import cmsis_nn  # noqa: E402
 from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager  # noqa: E402, F401
 
-from kernels_py import conv as kconv  # noqa: E402
+from kernels_py import conv_transpose as ktconv  # noqa: E402
 from kernels_py import fully_connected as kfc  # noqa: E402
 from kernels_py.fixedpoint import requantize  # noqa: E402
 from kernels_py.types import (  # noqa: E402
@@ -252,7 +252,7 @@ def test_float_references_transpose_conv_loses_bits_past_2_24():
     exact = int(((x.reshape(-1).astype(np.int64) + 128) * w.reshape(-1)).sum())
     bias = np.array([3 - exact], np.int32)
     quant = PerChannelQuantParams(np.array([1 << 30], np.int32), np.array([1], np.int32))
-    ours = kconv.transpose_conv_wrapper_s8(
+    ours = ktconv.transpose_conv_wrapper_s8(
         x.transpose(0, 2, 3, 1), w, bias, TransposeConvParams(input_offset=128), quant, (1, 1)
     )
     theirs = torch.ops.cortex_m.quantized_transpose_conv2d(

@@ -1,5 +1,5 @@
-"""kernels_py.conv: references equal fast paths, hand-worked integers, validation, routing, buffer sizes,
-and the conformance adapters of refsim.conformance.functions.conv."""
+"""kernels_py.conv and kernels_py.conv_transpose: references equal fast paths, hand-worked integers,
+validation, routing, buffer sizes, and the conformance adapters of refsim.conformance.functions.conv."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels_py import conv
+from kernels_py import conv, conv_transpose
 from kernels_py.errors import KernelArgumentError
 from kernels_py.fixedpoint import clamp, requantize, wrap_int32
 from kernels_py.types import Activation, ConvParams, Dims, PerChannelQuantParams, Tile, TransposeConvParams
@@ -128,9 +128,9 @@ def test_wrapper_routes_compute_convolve_s8(case):
 
 @given(transpose_cases())
 def test_transpose_reference_equals_fast_path(case):
-    expected = conv.transpose_conv_s8_reference(*case)
-    np.testing.assert_array_equal(conv.transpose_conv_s8(*case), expected)
-    np.testing.assert_array_equal(conv.transpose_conv_wrapper_s8(*case), expected)
+    expected = conv_transpose.transpose_conv_s8_reference(*case)
+    np.testing.assert_array_equal(conv_transpose.transpose_conv_s8(*case), expected)
+    np.testing.assert_array_equal(conv_transpose.transpose_conv_wrapper_s8(*case), expected)
 
 
 @settings(max_examples=30)
@@ -146,7 +146,7 @@ def test_transpose_equals_reverse_conv_on_upscaled_input(case):
     conv_params = ConvParams(p.input_offset, p.output_offset, Tile(1, 1), padding, activation=p.activation)
     flipped = np.ascontiguousarray(f[:, ::-1, ::-1, :])
     expected = conv.convolve_s8_reference(upscaled, flipped, bias, conv_params, quant, output_hw)
-    np.testing.assert_array_equal(conv.transpose_conv_s8(*case), expected)
+    np.testing.assert_array_equal(conv_transpose.transpose_conv_s8(*case), expected)
 
 
 @given(conv_cases("1x1_fast"))
@@ -236,7 +236,7 @@ def test_activation_clamp_and_accumulator_wrap():
 def test_transpose_conv_by_hand():
     x = np.array([[1, 2], [3, 4]], np.int8).reshape(1, 2, 2, 1)
     ones = np.ones((1, 2, 2, 1), np.int8)
-    for kernel in (conv.transpose_conv_s8_reference, conv.transpose_conv_s8):
+    for kernel in (conv_transpose.transpose_conv_s8_reference, conv_transpose.transpose_conv_s8):
         # stride 2, 2x2 ones: each input fills its own 2x2 block; input_offset 1 adds 1 to each value
         out = kernel(x, ones, None, TransposeConvParams(1, 0, Tile(2, 2)), _identity(1), (4, 4))
         assert out[0, :, :, 0].tolist() == [[2, 2, 3, 3], [2, 2, 3, 3], [4, 4, 5, 5], [4, 4, 5, 5]]
@@ -338,7 +338,11 @@ T_X, T_F = np.zeros((1, 3, 3, 2), np.int8), np.zeros((2, 3, 3, 2), np.int8)
     ],
 )
 def test_transpose_rejects(filter, params, output_hw, argument):
-    for kernel in (conv.transpose_conv_s8_reference, conv.transpose_conv_s8, conv.transpose_conv_wrapper_s8):
+    for kernel in (
+        conv_transpose.transpose_conv_s8_reference,
+        conv_transpose.transpose_conv_s8,
+        conv_transpose.transpose_conv_wrapper_s8,
+    ):
         with pytest.raises(KernelArgumentError) as error:
             kernel(T_X, filter, None, params, _identity(2), output_hw)
         assert error.value.argument == argument
@@ -409,22 +413,22 @@ def test_convolve_buffer_sizes():
 def test_transpose_routing_and_buffer_sizes():
     params = TransposeConvParams(stride=Tile(2, 2), padding=Tile(1, 1))
     small, deep = Dims(1, 4, 4, 16), Dims(1, 4, 4, 17)
-    assert conv.select_transpose_conv_kernel(params, small) == "arm_transpose_conv_s8"
-    assert conv.select_transpose_conv_kernel(params, deep) == "arm_convolve_s8"
+    assert conv_transpose.select_transpose_conv_kernel(params, small) == "arm_transpose_conv_s8"
+    assert conv_transpose.select_transpose_conv_kernel(params, deep) == "arm_convolve_s8"
     assert (
-        conv.select_transpose_conv_kernel(TransposeConvParams(stride=Tile(3, 1)), deep)
+        conv_transpose.select_transpose_conv_kernel(TransposeConvParams(stride=Tile(3, 1)), deep)
         == "arm_transpose_conv_s8"
     )
     # rolling buffer: ((4-1)·2 + max(3, 2)) = 9 columns · 5 channels, max(3, 2) = 3 rows, int32: 540 B
     f, out = Dims(5, 3, 3, 16), Dims(1, 8, 8, 5)
-    assert conv.transpose_conv_s8_get_buffer_size(params, small, f, out, "scalar") == 540
-    assert conv.transpose_conv_s8_get_reverse_conv_buffer_size(params, small, f) == 0
+    assert conv_transpose.transpose_conv_s8_get_buffer_size(params, small, f, out, "scalar") == 540
+    assert conv_transpose.transpose_conv_s8_get_reverse_conv_buffer_size(params, small, f) == 0
     # reverse conv: arm_convolve_s8's size for the 8x8 upscaled input: 3·3·17 = 153 → 156; 2·156·2 = 624 B;
     # MVE 4·ceil(153/16)·16 = 640 B; the reversed filter takes 17·3·3·5 = 765 B
     f = Dims(5, 3, 3, 17)
-    assert conv.transpose_conv_s8_get_buffer_size(params, deep, f, out, "dsp") == 624
-    assert conv.transpose_conv_s8_get_buffer_size(params, deep, f, out, "mve") == 640
-    assert conv.transpose_conv_s8_get_reverse_conv_buffer_size(params, deep, f) == 765
+    assert conv_transpose.transpose_conv_s8_get_buffer_size(params, deep, f, out, "dsp") == 624
+    assert conv_transpose.transpose_conv_s8_get_buffer_size(params, deep, f, out, "mve") == 640
+    assert conv_transpose.transpose_conv_s8_get_reverse_conv_buffer_size(params, deep, f) == 765
 
 
 # --- conformance adapters --------------------------------------------------------------------------------
@@ -471,7 +475,9 @@ def test_generate_then_run_equals_the_kernel(name):
         if name.startswith("arm_transpose_conv"):
             offsets_tile = _tile(params, "padding_offsets")
             p = TransposeConvParams(*offsets, stride, padding, offsets_tile, dilation, activation)
-            expected = conv.transpose_conv_s8(arrays["input"], arrays["filter"], bias, p, quant, output_hw)
+            expected = conv_transpose.transpose_conv_s8(
+                arrays["input"], arrays["filter"], bias, p, quant, output_hw
+            )
         else:
             p = ConvParams(*offsets, stride, padding, dilation, activation)
             expected = conv.convolve_s8(arrays["input"], arrays["filter"], bias, p, quant, output_hw)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernels_py.conv import transpose_conv_s8_get_buffer_size
+from kernels_py.conv_transpose import transpose_conv_s8_get_buffer_size
 from kernels_py.elementwise import cmsis_minmax_broadcast_is_exact
 from kernels_py.types import Activation, Dims, Tile, TransposeConvParams
 from refsim.conformance import vectors as vec

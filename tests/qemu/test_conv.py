@@ -1,5 +1,5 @@
-"""The convolution family of kernels_c (src/conv_s8*.c), bit-exact against kernels_py.conv on every
-core and tier.
+"""The convolution family of kernels_c (src/conv_s8*.c), bit-exact against kernels_py.conv and
+kernels_py.conv_transpose on every core and tier.
 
 Cases, each run through the public function and every tier variant the core has:
 
@@ -10,7 +10,8 @@ Cases, each run through the public function and every tier variant the core has:
   NULL bias, and both transpose-conv routes (reverse conv with upscaling, gather);
 - the shapes the kernels reject with ``ARM_CMSIS_NN_ARG_ERROR`` (kernels_py rejects the same
   ones) and missing scratch (``ctx.size`` 0);
-- every buffer-size function, per tier, against kernels_py.conv's ``*_get_buffer_size``.
+- every buffer-size function, per tier, against kernels_py.conv's and conv_transpose's
+  ``*_get_buffer_size``.
 
 One QEMU start per core for the whole module. Seed: ``REFSIM_QEMU_SEED``.
 """
@@ -25,7 +26,7 @@ import os
 import numpy as np
 import pytest
 
-from kernels_py import conv
+from kernels_py import conv, conv_transpose
 from kernels_py.errors import KernelArgumentError
 from kernels_py.types import ConvParams, Dims, Tile, TransposeConvParams
 from refsim.conformance import registry
@@ -279,7 +280,7 @@ def _conv_args(p: dict):
 
 
 def expected_size(function: str, p: dict, isa: str) -> int:
-    """kernels_py.conv's answer for one buffer-size function on one isa."""
+    """kernels_py.conv's (or conv_transpose's) answer for one buffer-size function on one isa."""
     conv_params, i, f, o = _conv_args(p)
     if function == "arm_convolve_wrapper_s8_get_buffer_size":
         return conv.convolve_wrapper_s8_get_buffer_size(conv_params, i, f, o, isa)
@@ -291,8 +292,8 @@ def expected_size(function: str, p: dict, isa: str) -> int:
         return conv.convolve_1x1_s8_fast_get_buffer_size(i, isa)
     tparams = TransposeConvParams(stride=conv_params.stride, padding=conv_params.padding)
     if function == "arm_transpose_conv_s8_get_buffer_size":
-        return conv.transpose_conv_s8_get_buffer_size(tparams, i, f, o, isa)
-    return conv.transpose_conv_s8_get_reverse_conv_buffer_size(tparams, i, f)
+        return conv_transpose.transpose_conv_s8_get_buffer_size(tparams, i, f, o, isa)
+    return conv_transpose.transpose_conv_s8_get_reverse_conv_buffer_size(tparams, i, f)
 
 
 def _size_cases(kernel_goldens: list[Golden]) -> list[Golden]:
@@ -363,7 +364,7 @@ def test_the_layers_take_every_route() -> None:
             routes.add(conv.select_convolve_kernel(conv_params, i, f, o))
         if function == TRANSPOSE_WRAPPER:
             tparams = TransposeConvParams(stride=conv_params.stride)
-            routes.add("transpose " + conv.select_transpose_conv_kernel(tparams, i))
+            routes.add("transpose " + conv_transpose.select_transpose_conv_kernel(tparams, i))
     assert routes == {
         "arm_convolve_1x1_s8_fast",
         "arm_convolve_1x1_s8",

@@ -1,4 +1,5 @@
-"""cortex_m conv / depthwise / transpose conv / linear / batch matmul ops (refsim/ops/cortex_m_conv.py).
+"""cortex_m conv / depthwise / transpose conv / linear / batch matmul ops (refsim/ops/cortex_m_conv.py,
+cortex_m_fully_connected.py and the cortex_m_calls.py they share).
 
 The programs are real ExecuTorch 1.5.1 exports (tests/fixtures/pte/make_conv_fixtures.py and
 make_fixtures.py). Each KernelCall of these ops is bound on its own (`bind_call`: constants from the
@@ -24,6 +25,7 @@ import numpy as np
 import pytest
 
 from kernels_py import conv as kconv
+from kernels_py import conv_transpose as ktconv
 from kernels_py import depthwise as kdw
 from kernels_py import fully_connected as kfc
 from kernels_py.types import (
@@ -38,7 +40,7 @@ from kernels_py.types import (
     TransposeConvParams,
 )
 from refsim.errors import UnsupportedError
-from refsim.ops import cortex_m_conv
+from refsim.ops import cortex_m_calls
 from refsim.ops.registry import Args, OpDef, OpError, all_ops, lookup
 from refsim.pte import KernelCall, load_program
 from refsim.pte import model as m
@@ -214,7 +216,7 @@ def independent(call: Call) -> np.ndarray:
         )
     elif "transpose" in name:
         params = TransposeConvParams(padding_offsets=_tile(v["output_padding"]), **common)
-        y = kconv.transpose_conv_wrapper_s8(x, w, bias, params, q, out_hw)
+        y = ktconv.transpose_conv_wrapper_s8(x, w, bias, params, q, out_hw)
     else:
         y = kconv.convolve_wrapper_s8(x, w, bias, ConvParams(**common), q, out_hw)
     return y if nhwc else y.transpose(0, 3, 1, 2)
@@ -245,7 +247,7 @@ def test_random_input_fast_path_equals_public_wrappers(fixture, instruction, see
     fast = bind_call(fixture, instruction)
     fill_inputs(fast, np.random.default_rng(seed))
     got = run(fast)
-    monkeypatch.setattr(cortex_m_conv, "CHECKED", True)
+    monkeypatch.setattr(cortex_m_calls, "CHECKED", True)
     checked = bind_call(fixture, instruction)
     fill_inputs(checked, np.random.default_rng(seed))
     np.testing.assert_array_equal(got, run(checked))

@@ -1,4 +1,4 @@
-"""The fp32 portable ops (refsim/ops/portable_float.py), op by op and on exported programs.
+"""The fp32 portable ops (refsim/ops/portable_float/), op by op and on exported programs.
 
 Three kinds of checks:
 

@@ -1,4 +1,5 @@
-"""Cost formulas for CMSIS-NN's s8 convolutions (kernels_py/conv.py, kernels_c/src/conv_s8*.c).
+"""Cost formulas for CMSIS-NN's s8 convolutions (kernels_py/conv.py, conv_transpose.py,
+kernels_c/src/conv_s8*.c).
 
 Routing is kernels_py's: ``select_convolve_kernel`` picks arm_convolve_1x1_s8_fast,
 arm_convolve_1x1_s8, arm_convolve_1_x_n_s8 or arm_convolve_s8 for the wrapper;
@@ -46,7 +47,7 @@ import numpy as np
 
 from isa_models.cortex_m.formula import Features, Formula, imported_at_call
 from isa_models.shapes import BLOCKING, Blocking, ByteOps, Params, ceil_div, dims, tile, valid_taps
-from kernels_py import conv
+from kernels_py import conv, conv_transpose
 from kernels_py.types import ConvParams, TransposeConvParams
 
 FAMILY = "conv"
@@ -68,7 +69,7 @@ def conv_route(p: Params) -> str:
 
 def transpose_route(p: Params) -> str:
     tp = TransposeConvParams(stride=tile(p, "stride", 1))
-    if conv.select_transpose_conv_kernel(tp, dims(p, "input_dims")) == "arm_convolve_s8":
+    if conv_transpose.select_transpose_conv_kernel(tp, dims(p, "input_dims")) == "arm_convolve_s8":
         return "arm_transpose_conv_wrapper_s8/reverse_conv"
     return "arm_transpose_conv_s8"
 

@@ -1,4 +1,5 @@
-"""Conformance adapters for :mod:`kernels_py.conv`: CMSIS-NN's s8 convolution and transpose convolution.
+"""Conformance adapters for CMSIS-NN's s8 convolution (:mod:`kernels_py.conv`) and transpose convolution
+(:mod:`kernels_py.conv_transpose`).
 
 Arrays and params follow ``docs/conformance.md`` (VECTORS.md): ``input`` NHWC, ``filter`` OHWI,
 ``bias``/``multiplier``/``shift`` per output channel, struct fields flattened with dots. ``bias_is_null``
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels_py import conv
+from kernels_py import conv, conv_transpose
 from kernels_py.types import Activation, ConvParams, Dims, PerChannelQuantParams, Tile, TransposeConvParams
 from refsim.conformance.registry import (
     Arrays,
@@ -297,7 +298,7 @@ def _generate_transpose(function: str):
             padding.append(total // 2)
             offsets.append(total // 2 + total % 2)  # TFLM: padding_offsets = padding + odd remainder
         tparams = TransposeConvParams(stride=Tile(*stride[::-1]))
-        route = conv.select_transpose_conv_kernel(tparams, Dims.of(x_shape))
+        route = conv_transpose.select_transpose_conv_kernel(tparams, Dims.of(x_shape))
         extra = {
             "padding_offsets.h": offsets[0], "padding_offsets.w": offsets[1], "category": route,
             "padding_mode": "same" if same else "valid",
@@ -329,8 +330,8 @@ for _name, _kernel, _route, _draw in (
     )  # fmt: skip
 
 for _name, _kernel in (
-    ("arm_transpose_conv_s8", conv.transpose_conv_s8),
-    ("arm_transpose_conv_wrapper_s8", conv.transpose_conv_wrapper_s8),
+    ("arm_transpose_conv_s8", conv_transpose.transpose_conv_s8),
+    ("arm_transpose_conv_wrapper_s8", conv_transpose.transpose_conv_wrapper_s8),
 ):
     register(
         VectorFunction(

@@ -1,30 +1,27 @@
 /*
- * refsim kernels_c: s8 pooling (CMSIS-NN API): arm_avgpool_s8 with its buffer sizes, arm_max_pool_s8.
+ * refsim kernels_c: s8 average pooling (CMSIS-NN API): arm_avgpool_s8 with its buffer sizes.
  *
  * Semantics (kernels_py/pooling.py; CMSIS-NN Source/PoolingFunctions/arm_avgpool_s8.c V.3.1.0,
- * arm_max_pool_s8.c V.3.1.0, arm_avgpool_get_buffer_sizes_s8.c V.1.0.0). A filter_dims->h x w window
- * slides over NHWC input with stride and top/left padding; only the taps inside the input count:
- *  - average: sum of the taps in int32, then C's rounding division by their count,
- *    sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count (truncating /: ties away from
- *    zero), clamped to the activation range. No offsets: input and output share scale and zero point.
- *    Every image of input_dims->n (n < 1: ARM_CMSIS_NN_ARG_ERROR), as CMSIS-NN since v6.0.0. A window with no tap inside the input
- *    returns ARM_CMSIS_NN_ARG_ERROR on every tier (outputs before it are written); the DSP tier also
- *    returns it when ctx->buf is NULL, as CMSIS-NN's DSP build (whose buffer size is C * 4) does.
- *  - max: the largest tap, clamped; every image of input_dims->n. A window with no tap inside the
- *    input is left unwritten and then clamped in place, as CMSIS-NN's clamp pass does.
- * Neither needs the scratch buffer here.
+ * arm_avgpool_get_buffer_sizes_s8.c V.1.0.0). A filter_dims->h x w window slides over NHWC input
+ * with stride and top/left padding; only the taps inside the input count: their sum in int32, then
+ * C's rounding division by their count, sum > 0 ? (sum + count / 2) / count : (sum - count / 2) /
+ * count (truncating /: ties away from zero), clamped to the activation range. No offsets: input and
+ * output share scale and zero point. Every image of input_dims->n (n < 1: ARM_CMSIS_NN_ARG_ERROR),
+ * as CMSIS-NN since v6.0.0. A window with no tap inside the input returns ARM_CMSIS_NN_ARG_ERROR on
+ * every tier (outputs before it are written); the DSP tier also returns it when ctx->buf is NULL,
+ * as CMSIS-NN's DSP build (whose buffer size is C * 4) does. No tier needs the scratch buffer here.
+ * Max pooling is pooling_s8_max.c; both share pooling_s8_internal.h.
  *
  * Tiers:
- *  - scalar: four channels per pass, sums/maxima in registers, SDIV per average;
- *  - DSP: four channels per word; average sums in int16 lanes with SXTAB16 while a window has at
- *    most 255 taps (255 * 128 < 2^15), int32 otherwise; max with SSUB8 + SEL (bytewise GE flags);
- *  - MVE: average sums eight channels in int16 lanes (VLDRB.S16 + VADD) for windows up to 255 taps
- *    and divides by multiplying with ceil(2^32 / count) (VMULH.U32: exact while (|sum| + count/2) *
- *    count < 2^32, here below 2^23), int32 lanes and scalar division for larger windows; max with
- *    VMAX.S8 on sixteen channels. Channel tails are VCTP-predicated.
+ *  - scalar: four channels per pass, sums in registers, SDIV per average;
+ *  - DSP: four channels per word; sums in int16 lanes with SXTAB16 while a window has at most 255
+ *    taps (255 * 128 < 2^15), int32 otherwise;
+ *  - MVE: sums eight channels in int16 lanes (VLDRB.S16 + VADD) for windows up to 255 taps and
+ *    divides by multiplying with ceil(2^32 / count) (VMULH.U32: exact while (|sum| + count/2) *
+ *    count < 2^32, here below 2^23), int32 lanes and scalar division for larger windows. Channel
+ *    tails are VCTP-predicated.
  */
-#include "support/nn_fixedpoint.h"
-#include "variants.h"
+#include "pooling_s8_internal.h"
 
 #if RS_HAVE_DSP
     #include "support/nn_dsp.h"
@@ -36,65 +33,12 @@
 /** Windows up to this many taps sum in int16 lanes (DSP and MVE): 255 * 128 < 2^15. */
 #define POOL_MAX_TAPS_S16 255
 
-typedef struct
-{
-    int32_t in_h, in_w, ch;
-    int32_t out_h, out_w;
-    int32_t k_h, k_w;
-    int32_t stride_h, stride_w, pad_h, pad_w;
-    int32_t act_min, act_max;
-} pool_layer;
-
-static pool_layer pool_unpack(const cmsis_nn_pool_params *p,
-                              const cmsis_nn_dims *input_dims,
-                              const cmsis_nn_dims *filter_dims,
-                              const cmsis_nn_dims *output_dims)
-{
-    const pool_layer g = {input_dims->h, input_dims->w,   input_dims->c,     output_dims->h,    output_dims->w,
-                          filter_dims->h, filter_dims->w, p->stride.h,       p->stride.w,       p->padding.h,
-                          p->padding.w,  p->activation.min, p->activation.max};
-    return g;
-}
-
-/** One output pixel's window: rows x cols taps inside the input, the first at x (channel 0). */
-typedef struct
-{
-    int32_t rows, cols;
-    const int8_t *x;
-} pool_window;
-
-static inline pool_window pool_window_at(const pool_layer *g, const int8_t *input, int32_t oy, int32_t ox)
-{
-    const int32_t base_y = oy * g->stride_h - g->pad_h;
-    const int32_t base_x = ox * g->stride_w - g->pad_w;
-    const int32_t ky0 = NN_MAX(0, -base_y);
-    const int32_t kx0 = NN_MAX(0, -base_x);
-    pool_window v = {NN_MIN(g->k_h, g->in_h - base_y) - ky0, NN_MIN(g->k_w, g->in_w - base_x) - kx0, input};
-    if (v.rows <= 0 || v.cols <= 0)
-    {
-        v.rows = 0;
-        v.cols = 0;
-        return v;
-    }
-    v.x = input + ((base_y + ky0) * g->in_w + base_x + kx0) * g->ch;
-    return v;
-}
-
 /** CMSIS-NN's average: sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count, clamped. */
 static inline int8_t pool_average(int32_t sum, int32_t count, const pool_layer *g)
 {
     const int32_t half = count / 2;
     const int32_t average = (sum > 0 ? sum + half : sum - half) / count;
     return nn_clamp_s8(average, g->act_min, g->act_max);
-}
-
-/** An empty max-pool window: the byte stays unwritten and is clamped in place. */
-static void pool_clamp_in_place(int8_t *output, const pool_layer *g)
-{
-    for (int32_t c = 0; c < g->ch; c++)
-    {
-        output[c] = nn_clamp_s8(output[c], g->act_min, g->act_max);
-    }
 }
 
 typedef arm_cmsis_nn_status (*pool_image_fn)(RS_POOL_ARGS);
@@ -181,63 +125,6 @@ static arm_cmsis_nn_status avgpool_image_scalar(RS_POOL_ARGS)
 arm_cmsis_nn_status rs_avgpool_s8_scalar(RS_POOL_ARGS)
 {
     return pool_every_image(avgpool_image_scalar, ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
-}
-
-arm_cmsis_nn_status rs_max_pool_s8_scalar(RS_POOL_ARGS)
-{
-    (void)ctx;
-    const pool_layer g = pool_unpack(pool_params, input_dims, filter_dims, output_dims);
-    const int32_t row_step = g.in_w * g.ch;
-    for (int32_t b = 0; b < input_dims->n; b++, src += g.in_h * row_step)
-    {
-        for (int32_t oy = 0; oy < g.out_h; oy++)
-        {
-            for (int32_t ox = 0; ox < g.out_w; ox++, dst += g.ch)
-            {
-                const pool_window v = pool_window_at(&g, src, oy, ox);
-                if (v.rows == 0)
-                {
-                    pool_clamp_in_place(dst, &g);
-                    continue;
-                }
-                int32_t c = 0;
-                for (; c + 4 <= g.ch; c += 4)
-                {
-                    int32_t max_0 = INT8_MIN, max_1 = INT8_MIN, max_2 = INT8_MIN, max_3 = INT8_MIN;
-                    const int8_t *row = v.x + c;
-                    for (int32_t ky = 0; ky < v.rows; ky++, row += row_step)
-                    {
-                        const int8_t *x = row;
-                        for (int32_t kx = 0; kx < v.cols; kx++, x += g.ch)
-                        {
-                            max_0 = NN_MAX(max_0, x[0]);
-                            max_1 = NN_MAX(max_1, x[1]);
-                            max_2 = NN_MAX(max_2, x[2]);
-                            max_3 = NN_MAX(max_3, x[3]);
-                        }
-                    }
-                    dst[c] = nn_clamp_s8(max_0, g.act_min, g.act_max);
-                    dst[c + 1] = nn_clamp_s8(max_1, g.act_min, g.act_max);
-                    dst[c + 2] = nn_clamp_s8(max_2, g.act_min, g.act_max);
-                    dst[c + 3] = nn_clamp_s8(max_3, g.act_min, g.act_max);
-                }
-                for (; c < g.ch; c++)
-                {
-                    int32_t max = INT8_MIN;
-                    const int8_t *row = v.x + c;
-                    for (int32_t ky = 0; ky < v.rows; ky++, row += row_step)
-                    {
-                        for (int32_t kx = 0; kx < v.cols; kx++)
-                        {
-                            max = NN_MAX(max, row[kx * g.ch]);
-                        }
-                    }
-                    dst[c] = nn_clamp_s8(max, g.act_min, g.act_max);
-                }
-            }
-        }
-    }
-    return ARM_CMSIS_NN_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -344,69 +231,6 @@ static arm_cmsis_nn_status avgpool_image_dsp(RS_POOL_ARGS)
 arm_cmsis_nn_status rs_avgpool_s8_dsp(RS_POOL_ARGS)
 {
     return pool_every_image(avgpool_image_dsp, ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
-}
-
-/** Bytewise max of two words of four int8 (SSUB8 sets a GE flag per byte where a >= b; SEL picks). */
-static inline int32_t pool_max_s8x4(int32_t a, int32_t b)
-{
-    (void)__ssub8((int8x4_t)a, (int8x4_t)b);
-    return (int32_t)__sel((uint8x4_t)a, (uint8x4_t)b);
-}
-
-arm_cmsis_nn_status rs_max_pool_s8_dsp(RS_POOL_ARGS)
-{
-    (void)ctx;
-    const pool_layer g = pool_unpack(pool_params, input_dims, filter_dims, output_dims);
-    const int32_t row_step = g.in_w * g.ch;
-    const int32_t lo_x4 = nn_bytes_x4(g.act_min);
-    const int32_t hi_x4 = nn_bytes_x4(g.act_max);
-    for (int32_t b = 0; b < input_dims->n; b++, src += g.in_h * row_step)
-    {
-        for (int32_t oy = 0; oy < g.out_h; oy++)
-        {
-            for (int32_t ox = 0; ox < g.out_w; ox++, dst += g.ch)
-            {
-                const pool_window v = pool_window_at(&g, src, oy, ox);
-                if (v.rows == 0)
-                {
-                    pool_clamp_in_place(dst, &g);
-                    continue;
-                }
-                int32_t c = 0;
-                for (; c + 4 <= g.ch; c += 4)
-                {
-                    int32_t max = (int32_t)0x80808080U; /* four times INT8_MIN */
-                    const int8_t *row = v.x + c;
-                    for (int32_t ky = 0; ky < v.rows; ky++, row += row_step)
-                    {
-                        const int8_t *x = row;
-                        for (int32_t kx = 0; kx < v.cols; kx++, x += g.ch)
-                        {
-                            max = pool_max_s8x4(nn_read_s8x4(x), max);
-                        }
-                    }
-                    /* min(max(m, lo), hi): max against lo, then SEL keeps hi where m >= hi. */
-                    max = pool_max_s8x4(max, lo_x4);
-                    (void)__ssub8((int8x4_t)max, (int8x4_t)hi_x4);
-                    nn_write_s8x4(dst + c, (int32_t)__sel((uint8x4_t)hi_x4, (uint8x4_t)max));
-                }
-                for (; c < g.ch; c++)
-                {
-                    int32_t max = INT8_MIN;
-                    const int8_t *row = v.x + c;
-                    for (int32_t ky = 0; ky < v.rows; ky++, row += row_step)
-                    {
-                        for (int32_t kx = 0; kx < v.cols; kx++)
-                        {
-                            max = NN_MAX(max, row[kx * g.ch]);
-                        }
-                    }
-                    dst[c] = nn_clamp_s8(max, g.act_min, g.act_max);
-                }
-            }
-        }
-    }
-    return ARM_CMSIS_NN_SUCCESS;
 }
 #endif /* RS_HAVE_DSP */
 
@@ -526,60 +350,6 @@ arm_cmsis_nn_status rs_avgpool_s8_mve(RS_POOL_ARGS)
     return pool_every_image(avgpool_image_mve, ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
 }
 
-arm_cmsis_nn_status rs_max_pool_s8_mve(RS_POOL_ARGS)
-{
-    (void)ctx;
-    const pool_layer g = pool_unpack(pool_params, input_dims, filter_dims, output_dims);
-    const int32_t row_step = g.in_w * g.ch;
-    const int8x16_t lo = vdupq_n_s8((int8_t)g.act_min);
-    const int8x16_t hi = vdupq_n_s8((int8_t)g.act_max);
-    for (int32_t b = 0; b < input_dims->n; b++, src += g.in_h * row_step)
-    {
-        for (int32_t oy = 0; oy < g.out_h; oy++)
-        {
-            for (int32_t ox = 0; ox < g.out_w; ox++, dst += g.ch)
-            {
-                const pool_window v = pool_window_at(&g, src, oy, ox);
-                if (v.rows == 0)
-                {
-                    pool_clamp_in_place(dst, &g);
-                    continue;
-                }
-                int32_t c = 0;
-                for (; c + 16 <= g.ch; c += 16)
-                {
-                    int8x16_t max = vdupq_n_s8(INT8_MIN);
-                    const int8_t *row = v.x + c;
-                    for (int32_t ky = 0; ky < v.rows; ky++, row += row_step)
-                    {
-                        const int8_t *x = row;
-                        for (int32_t kx = 0; kx < v.cols; kx++, x += g.ch)
-                        {
-                            max = vmaxq_s8(max, vld1q_s8(x));
-                        }
-                    }
-                    vst1q_s8(dst + c, vminq_s8(vmaxq_s8(max, lo), hi));
-                }
-                if (c < g.ch)
-                {
-                    const mve_pred16_t p = vctp8q((uint32_t)(g.ch - c));
-                    int8x16_t max = vdupq_n_s8(INT8_MIN);
-                    const int8_t *row = v.x + c;
-                    for (int32_t ky = 0; ky < v.rows; ky++, row += row_step)
-                    {
-                        for (int32_t kx = 0; kx < v.cols; kx++)
-                        {
-                            /* Off lanes load 0 and are never stored. */
-                            max = vmaxq_s8(max, vldrbq_z_s8(row + kx * g.ch, p));
-                        }
-                    }
-                    vstrbq_p_s8(dst + c, vminq_s8(vmaxq_s8(max, lo), hi), p);
-                }
-            }
-        }
-    }
-    return ARM_CMSIS_NN_SUCCESS;
-}
 #endif /* RS_HAVE_MVE */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -624,7 +394,3 @@ arm_cmsis_nn_status arm_avgpool_s8(RS_POOL_ARGS)
     return POOL_TIER(rs_avgpool_s8)(ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
 }
 
-arm_cmsis_nn_status arm_max_pool_s8(RS_POOL_ARGS)
-{
-    return POOL_TIER(rs_max_pool_s8)(ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
-}
