@@ -133,10 +133,15 @@ def _validate_linear(a: Args) -> None:
         raise a.error("weight", f"2-D [out_features, {x[-1]}]", list(w))
     if a.bias is not None:
         _check_dtype(a, "bias")
+        # The bias is added to the [..., out_features] product in place: it must broadcast to
+        # that shape without growing it ([6, 1] against [2, 4] broadcasts with [4] alone).
+        out = (*x[:-1], w[0])
         try:
-            np.broadcast_shapes(tuple(a.bias.sizes), (w[0],))
+            fits = np.broadcast_shapes(tuple(a.bias.sizes), out) == out
         except ValueError:
-            raise a.error("bias", f"broadcastable to [{w[0]}]", list(a.bias.sizes)) from None
+            fits = False
+        if not fits:
+            raise a.error("bias", f"broadcastable to {list(out)}", list(a.bias.sizes))
     _check_sizes(a, "out", (*x[:-1], w[0]))
     _check_default_dim_order(a, "input", "weight", "out")
 
