@@ -46,7 +46,11 @@ def test_provenance_names_sources_tools_flags_and_command() -> None:
 
 @pytest.mark.parametrize("core", CORES)
 def test_shipped_fit_equals_its_refit(core: str) -> None:
-    assert fit(raw_of(DATA, core)) == DATA["cores"][core]["fit"]
+    from tests.stored_digits import assert_equal_to_stored_digits, dispatch_fit_unit
+
+    # lstsq's last bits follow the machine's BLAS kernels: a refit may round to the neighbouring
+    # stored digit (tests/stored_digits.py), never further
+    assert_equal_to_stored_digits(fit(raw_of(DATA, core)), DATA["cores"][core]["fit"], dispatch_fit_unit)
 
 
 @pytest.mark.parametrize("core", CORES)
