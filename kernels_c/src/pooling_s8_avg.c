@@ -381,14 +381,6 @@ int32_t arm_avgpool_s8_get_buffer_size(const int output_x, const int ch_src)
 #endif
 }
 
-#if RS_HAVE_MVE
-    #define POOL_TIER(stem) stem##_mve
-#elif RS_HAVE_DSP
-    #define POOL_TIER(stem) stem##_dsp
-#else
-    #define POOL_TIER(stem) stem##_scalar
-#endif
-
 arm_cmsis_nn_status arm_avgpool_s8(RS_POOL_ARGS)
 {
     return POOL_TIER(rs_avgpool_s8)(ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);

@@ -52,5 +52,13 @@ static inline pool_window pool_window_at(const pool_layer *g, const int8_t *inpu
     return v;
 }
 
-/** CMSIS-NN's average: sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count, clamped. */
+/** The public function's tier variant: each file's public API is a thin dispatch to stem_<tier>. */
+#if RS_HAVE_MVE
+    #define POOL_TIER(stem) stem##_mve
+#elif RS_HAVE_DSP
+    #define POOL_TIER(stem) stem##_dsp
+#else
+    #define POOL_TIER(stem) stem##_scalar
+#endif
+
 #endif /* RS_POOLING_S8_INTERNAL_H */

@@ -222,14 +222,6 @@ arm_cmsis_nn_status rs_max_pool_s8_mve(RS_POOL_ARGS)
 /* ------------------------------------------------------------------------------------------ */
 /* Public API, a thin dispatch.                                                               */
 
-#if RS_HAVE_MVE
-    #define POOL_TIER(stem) stem##_mve
-#elif RS_HAVE_DSP
-    #define POOL_TIER(stem) stem##_dsp
-#else
-    #define POOL_TIER(stem) stem##_scalar
-#endif
-
 arm_cmsis_nn_status arm_max_pool_s8(RS_POOL_ARGS)
 {
     return POOL_TIER(rs_max_pool_s8)(ctx, pool_params, input_dims, src, filter_dims, output_dims, dst);
