@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 #: pytest's closing line: "=== 12 passed, 1 skipped in 3.2s ===" or, with -q, without the rules.
-SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+) in [\d.]+s")
+SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran) in [\d.]+s")
 COUNT = re.compile(r"(\d+) (\w+)")
 
 
@@ -39,6 +39,10 @@ def main(argv: list[str]) -> int:
         counts = summary(Path(path))
         if counts is None:
             print(f"{name} suite: no pytest summary (it stopped before pytest ran; see {path})")
+            ok = False
+            continue
+        if not counts:
+            print(f"{name} suite: no tests ran")
             ok = False
             continue
         print(f"{name} suite: " + ", ".join(f"{n} {w}" for w, n in counts.items()))
