@@ -284,8 +284,8 @@ def _rejections(op: OpInput, family: str) -> list[str]:
     return reasons
 
 
-def _host_cost(op: OpInput, core: str, library: str | None) -> Cost:
-    cost = cost_of(list(op.works), core, library=library)
+def _host_cost(op: OpInput, core: str, library: str | None, calibrations) -> Cost:
+    cost = cost_of(list(op.works), core, library=library, calibrations=calibrations)
     return cost + dispatch_cost(
         op.arguments, cortex_m=op.name.startswith("cortex_m::"), core=core, op=op.name
     )
@@ -310,6 +310,7 @@ def estimate_ops(
     host_mhz = host_clock_mhz or npu_system.clock_mhz
     to_npu = npu_system.clock_mhz / host_mhz
     est = EthosEstimate(acc.name, npu_system, mode, host_core, host_mhz)
+    calibrations = None
     reasons = [_rejections(op, acc.family) for op in ops]
     memory_only = [all(isinstance(w, CopyWork) for w in op.works) for op in ops]
     npu = [not r and not m for r, m in zip(reasons, memory_only, strict=True)]
@@ -333,7 +334,11 @@ def estimate_ops(
             est.rows.append(EthosRow(op.index, op.name, "NPU (no-op)", "memory-only (reshape)", Cost()))
             continue
         if reasons[k]:
-            cost = _host_cost(op, host_core, library)
+            if calibrations is None:  # loaded once, at the first host op (an all-NPU graph needs none)
+                from isa_models.cortex_m.calibration import CalibrationSet
+
+                calibrations = CalibrationSet(host_core, library)
+            cost = _host_cost(op, host_core, library, calibrations)
             cost = Cost(
                 cycles=cost.cycles * to_npu, macs=cost.macs, estimated=cost.estimated, sources=cost.sources
             )
