@@ -48,6 +48,28 @@ def _grouped_null_bias(core: str, function: str, params: Params) -> bool:
     return function in CONVOLVE and bool(params.get("bias_is_null")) and grouped
 
 
+#: CMSIS-NN's channel block of the MVE depthwise kernel (arm_nnsupportfunctions.h CH_IN_BLOCK_MVE).
+CH_IN_BLOCK_MVE = 124
+
+
+def _mve_depthwise_opt_null_bias(core: str, function: str, params: Params) -> bool:
+    """arm_depthwise_conv_s8_opt's MVE path hands ``bias + block_offset`` to
+    arm_nn_depthwise_conv_nt_t_s8 for every block of 124 channels, so with a NULL bias the blocks
+    after the first (C > 124) test a non-NULL pointer and read their bias from address 4·124·k;
+    only groups of four output pixels go that way (the leftover pixels test ``bias`` itself)."""
+    routed = function == "arm_depthwise_conv_s8_opt" or (
+        function == "arm_depthwise_conv_wrapper_s8" and params.get("route_mve") == "arm_depthwise_conv_s8_opt"
+    )
+    pixels = params.get("output_dims.h", 0) * params.get("output_dims.w", 0)
+    return (
+        core == "cortex-m55"
+        and routed
+        and bool(params.get("bias_is_null"))
+        and params.get("input_dims.c", 0) > CH_IN_BLOCK_MVE
+        and pixels >= 4
+    )
+
+
 def _mve_1xn_right_edge(core: str, function: str, params: Params) -> bool:
     """arm_convolve_1_x_n_s8's MVE path fills the last window with kernel_x - 1 input columns and
     padding: wrong unless that window overhangs the input by exactly one column (or no window does)."""
@@ -114,6 +136,7 @@ def _transpose_conv_ramp(core: str, function: str, params: Params) -> bool:
 KNOWN_DEFECTS: dict[str, Callable[[str, str, Params], bool]] = {
     "grouped conv with NULL bias reads bias from address 4k": _grouped_null_bias,
     "MVE 1xN conv right edge": _mve_1xn_right_edge,
+    "MVE depthwise opt with NULL bias reads bias from address 4*124*k": _mve_depthwise_opt_null_bias,
     "maximum/minimum broadcast row walk": _minmax_row_walk,
     "2-D transpose ignores its permutation": _transpose_2d_permutation,
     "transpose conv ctx buffer smaller than the kernel uses": _transpose_conv_buffer_short,
@@ -264,6 +287,38 @@ def _transpose_conv_wide_stride() -> vec.Case:
     return case
 
 
+def _depthwise_null_bias_case() -> vec.Case:
+    """Depthwise 1x1 over a 2x2 input of 128 channels all holding 1, filter of ones, identity
+    requantisation (multiplier 2^30, shift 1), bias NULL: every output is 1 (512 ones)."""
+    function = "arm_depthwise_conv_s8_opt"
+    params = dict(next(vec.generate_cases(function, 1, 0)).params)
+    params.update({"input_offset": 0, "output_offset": 0, "activation.min": -128, "activation.max": 127})
+    params.update({"bias_is_null": True, "ch_mult": 1, "padding_mode": "explicit"})
+    params.update(
+        {"stride.h": 1, "stride.w": 1, "padding.h": 0, "padding.w": 0, "dilation.h": 1, "dilation.w": 1}
+    )
+    channels = CH_IN_BLOCK_MVE + 4
+    shapes = {
+        "input_dims": (1, 2, 2, channels),
+        "filter_dims": (1, 1, 1, channels),
+        "output_dims": (1, 2, 2, channels),
+        "bias_dims": (1, 1, 1, channels),
+    }
+    for struct, shape in shapes.items():
+        params.update({f"{struct}.{k}": v for k, v in zip("nhwc", shape, strict=True)})
+    params["macs"] = 4 * channels
+    arrays = {
+        "input": np.ones(shapes["input_dims"], np.int8),
+        "filter": np.ones(shapes["filter_dims"], np.int8),
+        "bias": np.zeros(channels, np.int32),
+        "multiplier": np.full(channels, 1 << 30, np.int32),
+        "shift": np.ones(channels, np.int32),
+    }
+    case = vec.Case(function, "depthwise_opt_null_bias", arrays, params, np.zeros(0, np.int8))
+    case.output = vec.run_case(case)
+    return case
+
+
 @functools.cache
 def hand_worked() -> dict[str, tuple[vec.Case, list[int], tuple[str, ...]]]:
     """The hand-worked cases of docs/numerics.md: name -> (case, its output by hand, cores it fails on)."""
@@ -276,6 +331,7 @@ def hand_worked() -> dict[str, tuple[vec.Case, list[int], tuple[str, ...]]]:
         "min_h_against_w": (_minmax_case("min_h_against_w", "arm_minimum_s8", (1, 3, 1, 1), (1, 1, 3, 1)), [-50] * 3 + [-47] * 3 + [-44] * 3, every),
         "transpose_2d_identity": (_transpose_2d_identity(), [0, 1, 2, 3, 4, 5], every),
         "transpose_conv_wide_stride": (_transpose_conv_wide_stride(), [101, 100, 100, 102, 100, 100], every),
+        "depthwise_opt_null_bias": (_depthwise_null_bias_case(), [1] * 4 * (CH_IN_BLOCK_MVE + 4), m55),
     }  # fmt: skip
 
 
