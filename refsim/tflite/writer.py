@@ -35,9 +35,11 @@ _PREPEND = {
 }
 
 
-def write_model(model: m.Model, *, external_buffers: bool = False) -> bytes:
-    """The .tflite bytes of ``model`` (validated first, as `load_model` would)."""
-    validate_model(model)
+def write_model(model: m.Model, *, external_buffers: bool = False, validate: bool = True) -> bytes:
+    """The .tflite bytes of ``model``, validated first as `load_model` would (``validate=False``
+    writes a model the reader must refuse: the corruption tests' named cases)."""
+    if validate:
+        validate_model(model)
     external = [
         len(b.data) > 0 and (external_buffers or b.external) and k > 0 for k, b in enumerate(model.buffers)
     ]
