@@ -19,7 +19,8 @@ import typer
 from rich.table import Table
 
 from refsim.cli import app, console
-from refsim.errors import RefsimError
+from refsim.errors import RefsimError, UnsupportedError
+from refsim.formats import TFLITE, model_format
 
 ISAS = ("scalar", "dsp", "mve")
 
@@ -65,6 +66,13 @@ def run(
         raise RefsimError(f"--isa must be one of {', '.join(ISAS)}, got {isa!r}")
     if not estimate_cycles and (cpu or system or clock_mhz is not None or plot):
         raise RefsimError("--cpu, --system, --clock-mhz and --plot need --estimate-cycles")
+    if model_format(model) == TFLITE:
+        from refsim.tflite import load_model
+
+        load_model(model)  # a corrupt file is reported as such
+        raise UnsupportedError(
+            f"{model}: executing a .tflite model is not implemented yet; `refsim inspect {model}` reads it"
+        )
     program = Program.load(model)
     method = program.method(method_name)
     estimate = None
