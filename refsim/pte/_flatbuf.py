@@ -5,8 +5,10 @@ buffer (a corrupt file raises IndexError or struct.error, or reads garbage), so 
 would be needed anyway; this module is that verifier and the accessor in one pass, with the
 field path of every failure. It applies the rules of the C++ ``flatbuffers::Verifier`` (25.2) that
 ExecuTorch runs at load, no fewer and no more, so refsim refuses exactly the structures
-ExecuTorch refuses: objects inside the buffer; offsets non-zero, below 2^31 and 4-byte
-aligned; tables 4-byte aligned; vtables 2-byte aligned, of an even size that fits (0 and 2
+ExecuTorch refuses; TFLite and TFLM run the same verifier on a model, so the .tflite reader
+(refsim/tflite/reader.py) uses this module too, each reader passing its own error class.
+The rules: objects inside the buffer; offsets non-zero, below 2^31 and 4-byte aligned;
+tables 4-byte aligned; vtables 2-byte aligned, of an even size that fits (0 and 2
 included: every field is then absent); table fields inside the buffer and aligned to their
 size (a field may overlap the table's own vtable offset); vector lengths 4-byte aligned
 (their elements need no more); strings NUL-terminated (their bytes need not be UTF-8:
