@@ -9,11 +9,13 @@ Each seed gets ``--cases`` mutated files, 1-4 mutations each, drawn from ``--see
 engine of tests/pte/test_corruption.py (bit flips, 2/4/8-byte words set to boundary or random
 values, truncation), so a case replays from its printed description.
 
-Every case is loaded by `load_model` in a worker subprocess whose address space is capped
-(RLIMIT_AS at its size after imports plus ``--memory-mb``) and which the campaign kills after
-``--seconds``. Outcomes: ``loaded``, ``ModelError`` (the only refusal allowed), ``traceback``
-(any other exception, MemoryError included), ``crash`` (the worker died) and ``hang`` (it
-overran). Prints a table per seed and writes it as JSON; exit status 1 unless crashes, hangs
+Every case is loaded by `load_model` and, when it loads, used as code that trusts a loaded
+model would use it (described, every constant read, written and read again:
+tests/tflite/test_corruption.py's ``exercise``), in a worker subprocess whose address space
+is capped (RLIMIT_AS at its size after imports plus ``--memory-mb``) and which the campaign
+kills after ``--seconds``. Outcomes: ``loaded``, ``ModelError`` (the only refusal allowed),
+``traceback`` (any other exception, MemoryError included, or any exception after a load),
+``crash`` (the worker died) and ``hang`` (it overran). Prints a table per seed and writes it as JSON; exit status 1 unless crashes, hangs
 and tracebacks are all 0. Like benchmarks/fuzz_pte.py for .pte programs, but one reader.
 """
 
@@ -26,6 +28,7 @@ import resource
 import select
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections import Counter
@@ -66,6 +69,7 @@ def draw_mutations(rng: random.Random) -> list[tuple[str, int, int]]:
 def worker(memory_mb: int) -> None:
     from refsim.tflite import ModelError, load_model
     from tests.pte.test_corruption import _mutate
+    from tests.tflite.test_corruption import exercise
 
     files = seeds()
     if memory_mb:
@@ -79,15 +83,20 @@ def worker(memory_mb: int) -> None:
         for kind, where, value in case["mutations"]:
             data = _mutate(data, kind, where, value)
         start = time.perf_counter()
+        stage = "load"
         try:
-            load_model(bytes(data))
-            result = {"outcome": "loaded"}
-        except ModelError as exc:
-            result = {"outcome": "ModelError", "message": str(exc)}
-        except Exception as exc:  # anything else is what the campaign looks for
+            try:
+                mf = load_model(bytes(data))
+            except ModelError as exc:
+                result = {"outcome": "ModelError", "message": str(exc)}
+            else:
+                stage = "use"  # describe, read every constant, write and read again
+                exercise(mf)
+                result = {"outcome": "loaded"}
+        except Exception as exc:  # anything else (a ModelError after a load too) is a finding
             result = {
                 "outcome": "traceback",
-                "message": f"{type(exc).__name__}: {exc}",
+                "message": f"{stage}: {type(exc).__name__}: {exc}",
                 "tb": traceback.format_exc(),
             }
         result["seconds"] = time.perf_counter() - start
@@ -97,7 +106,17 @@ def worker(memory_mb: int) -> None:
 class Worker:
     def __init__(self, memory_mb: int) -> None:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--memory-mb", str(memory_mb)]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        # a file, not a pipe: nobody need drain it; closed by close()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True
+        )
+
+    def _died(self) -> dict:
+        code = self.proc.wait()
+        self.stderr.seek(0)
+        tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
+        return {"outcome": "crash", "message": f"worker exited with {code}: {' '.join(tail)}"}
 
     def run(self, case: dict, seconds: float) -> dict:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -105,14 +124,14 @@ class Worker:
             self.proc.stdin.write(json.dumps(case) + "\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
-            return {"outcome": "crash", "message": f"worker exited with {self.proc.wait()}"}
+            return self._died()
         ready, _, _ = select.select([self.proc.stdout], [], [], seconds)
         if not ready:
             self.close()
             return {"outcome": "hang", "message": f"no answer in {seconds} s"}
         line = self.proc.stdout.readline()
         if not line:
-            return {"outcome": "crash", "message": f"worker exited with {self.proc.wait()}"}
+            return self._died()
         return json.loads(line)
 
     @property
@@ -123,6 +142,7 @@ class Worker:
         if self.alive:
             self.proc.kill()
         self.proc.wait()
+        self.stderr.close()
 
 
 def campaign(cases: int, seed: int, seconds: float, memory_mb: int, progress=None) -> dict:

@@ -27,3 +27,27 @@ def test_ci_sized_campaign(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     # Both outcomes are exercised: some mutations leave a loadable model, most are refused.
     assert report["total"]["loaded"] > 0 and report["total"]["ModelError"] > 0
+
+
+def test_a_dying_worker_is_a_crash_and_the_campaign_goes_on():
+    """The harness itself: a case the worker cannot even start (an unknown seed model) kills
+    it; that is reported as a crash, and the next case gets a fresh worker."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import tflite_fuzz
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    w = tflite_fuzz.Worker(memory_mb=0)
+    try:
+        result = w.run({"seed": "no such model", "mutations": []}, seconds=60)
+        assert result["outcome"] == "crash" and "KeyError" in result["message"], result
+    finally:
+        w.close()
+    w = tflite_fuzz.Worker(memory_mb=0)
+    try:
+        assert w.run({"seed": "conv", "mutations": []}, seconds=60)["outcome"] == "loaded"
+        assert (
+            w.run({"seed": "conv", "mutations": [["truncate", 10, 0]]}, seconds=60)["outcome"] == "ModelError"
+        )
+    finally:
+        w.close()
