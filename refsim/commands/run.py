@@ -19,8 +19,7 @@ import typer
 from rich.table import Table
 
 from refsim.cli import app, console
-from refsim.errors import RefsimError, UnsupportedError
-from refsim.formats import TFLITE, model_format
+from refsim.errors import RefsimError
 
 ISAS = ("scalar", "dsp", "mve")
 
@@ -66,14 +65,7 @@ def run(
         raise RefsimError(f"--isa must be one of {', '.join(ISAS)}, got {isa!r}")
     if not estimate_cycles and (cpu or system or clock_mhz is not None or plot):
         raise RefsimError("--cpu, --system, --clock-mhz and --plot need --estimate-cycles")
-    if model_format(model) == TFLITE:
-        from refsim.tflite import load_model
-
-        load_model(model)  # a corrupt file is reported as such
-        raise UnsupportedError(
-            f"{model}: executing a .tflite model is not implemented yet; `refsim inspect {model}` reads it"
-        )
-    program = Program.load(model)
+    program = Program.load(model)  # a .tflite: validated, then one line saying it cannot run yet
     method = program.method(method_name)
     estimate = None
     if estimate_cycles:

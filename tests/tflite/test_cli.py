@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from refsim.cli import main
+from refsim.errors import UnsupportedError
 from refsim.formats import PTE, TFLITE, model_format
+from refsim.runtime import Program
+from refsim.tflite import ModelError
 from tests.tflite.test_corruption import FILES, NAMED
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
@@ -45,11 +48,21 @@ def test_the_format_is_the_file_identifier_not_the_name(tmp_path):
 
 def test_run_a_tflite_says_it_is_not_implemented(capsys, tmp_path):
     assert_one_error_line(
-        refsim(capsys, "run", KWS), "executing a .tflite model is not implemented yet", "refsim inspect"
+        refsim(capsys, "run", KWS),
+        f"{KWS}: executing a .tflite model is not implemented yet",
+        "refsim inspect",
     )
     disguised = tmp_path / "kws.pte"  # told by its identifier, not the ET12 identifier error
     shutil.copy(KWS, disguised)
     assert_one_error_line(refsim(capsys, "run", disguised), "not implemented yet")
+
+
+def test_program_load_refuses_a_tflite_in_one_line():
+    with pytest.raises(UnsupportedError, match=r"^executing a \.tflite model is not implemented yet"):
+        Program.load(KWS.read_bytes())
+    # a corrupt one gets its own error, not "not implemented"
+    with pytest.raises(ModelError, match=r"^subgraphs\[0\]\.operators\[2\]\.opcode_index"):
+        Program.load(NAMED["opcode index"][0])
 
 
 @pytest.mark.parametrize(
