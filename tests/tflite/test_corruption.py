@@ -30,8 +30,7 @@ from tests.pte.test_corruption import INTERESTING, _mutate
 from tests.tflite.test_roundtrip import conv_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
-_BUILT = conv_model()
-MODEL = _BUILT.build(*_BUILT.io)
+MODEL = conv_model()
 FILES = {
     "conv": write_model(MODEL),
     "conv-external": write_model(MODEL, external_buffers=True),
@@ -292,3 +291,92 @@ def test_unknown_builtin_code_and_tensor_type():
 def test_a_file_that_cannot_be_read():
     with pytest.raises(ModelError, match=r"^cannot read /nonexistent\.tflite: No such file"):
         load_model("/nonexistent.tflite")
+
+
+# -- semantic corruptions: one field of the model set to a boundary value ----------------------
+
+SEMANTIC_VALUES = [-(1 << 31), -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 64, 1 << 16, (1 << 31) - 1]
+SEMANTIC_FIELDS = [
+    "tensor.buffer",
+    "tensor.shape",
+    "tensor.quantized_dimension",
+    "tensor.scales",
+    "tensor.zero_points",
+    "tensor.type",
+    "op.input",
+    "op.output",
+    "op.opcode_index",
+    "op.options_type",
+    "graph.input",
+    "graph.output",
+    "metadata.buffer",
+]
+SEMANTIC_SEEDS = {"conv": MODEL, "kws": load_model(FIXTURES / "kws_ref_model.tflite").model}
+
+
+def _u32(value: int) -> int:
+    return value & 0xFFFFFFFF
+
+
+def _semantic(model: m.Model, where: str, k: int, value: int) -> m.Model:
+    g = model.subgraphs[0]
+    tensors, ops = list(g.tensors), list(g.operators)
+    kind, name = where.split(".")
+    if kind == "tensor":
+        i = k % len(tensors)
+        t = tensors[i]
+        q = t.quantization or m.Quantization((1.0,), (0,))
+        if name == "buffer":
+            t = replace(t, buffer=_u32(value))
+        elif name == "shape":
+            shape = list(t.shape) or [1]
+            shape[k % len(shape)] = value
+            t = replace(t, shape=tuple(shape))
+        elif name == "quantized_dimension":
+            t = replace(t, quantization=replace(q, quantized_dimension=value))
+        elif name == "scales":
+            t = replace(t, quantization=replace(q, scale=(0.5,) * (value % 70)))
+        elif name == "zero_points":
+            t = replace(t, quantization=replace(q, zero_point=(0,) * (value % 70)))
+        else:
+            t = replace(t, type=TensorType(value % len(TensorType)))
+        tensors[i] = t
+    elif kind == "op" and ops:
+        i = k % len(ops)
+        op = ops[i]
+        if name == "input":
+            op = replace(op, inputs=(value, *op.inputs[1:]))
+        elif name == "output":
+            op = replace(op, outputs=(value,))
+        elif name == "opcode_index":
+            op = replace(op, opcode_index=_u32(value))
+        else:
+            op = replace(op, builtin_options_type=value & 0x7F, builtin_options=None)
+        ops[i] = op
+    elif kind == "graph":
+        g = replace(g, **{f"{name}s": (value,)})
+    else:
+        model = replace(model, metadata=(m.Metadata("OfflineMemoryAllocation", _u32(value)),))
+    graph = replace(g, tensors=tuple(tensors), operators=tuple(ops))
+    return replace(model, subgraphs=(graph,))
+
+
+@given(
+    st.sampled_from(sorted(SEMANTIC_SEEDS)),
+    st.lists(
+        st.tuples(st.sampled_from(SEMANTIC_FIELDS), st.integers(0, 100), st.sampled_from(SEMANTIC_VALUES)),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_semantic_corruption_loads_or_is_one_model_error(name, changes):
+    model = SEMANTIC_SEEDS[name]
+    for where, k, value in changes:
+        model = _semantic(model, where, k, value)
+    data = write_model(model, validate=False)  # every value above fits its field's type
+    try:
+        mf = load_model(data)
+    except ModelError as exc:
+        assert "\n" not in str(exc)
+        return
+    exercise(mf)

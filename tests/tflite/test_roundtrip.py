@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from refsim.tflite import Buffer, Metadata, Model, ModelError, TensorType, load_model
 from refsim.tflite import BuiltinOperator as B
-from refsim.tflite import ModelError, TensorType, load_model
 from refsim.tflite.model import OFFLINE_MEMORY_ALLOCATION
 from refsim.tflite.schema import FILE_IDENTIFIER
 from refsim.tflite.writer import BUFFER_ALIGNMENT, ModelBuilder, write_model
+from tests.tflite.schema_source import schema_text
 from tests.tflite.strategies import models
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
@@ -59,7 +60,7 @@ EXPECTED = {
 }
 
 
-def conv_model() -> ModelBuilder:
+def conv_model() -> Model:
     """A per-channel int8 conv, then a relu6 and an add: three ops, two kinds of options."""
     b = ModelBuilder()
     x = b.tensor((1, 5, 5, 3), TensorType.INT8, scale=0.5, zero_point=-1)
@@ -80,13 +81,11 @@ def conv_model() -> ModelBuilder:
     b.op(B.CONV_2D, [x, w, bias], [y], stride_w=2, stride_h=2, padding=1, fused_activation_function=3)
     b.op(B.RELU6, [y], [z])
     b.op(B.ADD, [y, z], [out])
-    b.io = ([x], [out])  # type: ignore[attr-defined]
-    return b
+    return b.build(inputs=[x], outputs=[out])
 
 
 def test_a_built_model_reads_back_equal():
-    b = conv_model()
-    model = b.build(*b.io)
+    model = conv_model()
     for external in (False, True):
         mf = load_model(write_model(model, external_buffers=external))
         assert mf.model == model
@@ -106,8 +105,7 @@ def test_a_built_model_reads_back_equal():
 
 
 def test_external_buffers_lie_after_the_flatbuffer_aligned():
-    b = conv_model()
-    data = write_model(b.build(*b.io), external_buffers=True)
+    data = write_model(conv_model(), external_buffers=True)
     assert data[4:8] == FILE_IDENTIFIER
     mf = load_model(data)
     external = [buf for buf in mf.model.buffers if buf.external]
@@ -116,7 +114,7 @@ def test_external_buffers_lie_after_the_flatbuffer_aligned():
         assert buf.offset % BUFFER_ALIGNMENT == 0 and buf.size == len(buf.data)
         assert bytes(data[buf.offset : buf.offset + buf.size]) == bytes(buf.data)
     # Inline buffers are 16-byte aligned too (the schema's force_align).
-    inline = load_model(write_model(b.build(*b.io)))
+    inline = load_model(write_model(conv_model()))
     base = np.frombuffer(inline.data, np.uint8).ctypes.data
     for buf in inline.model.buffers[1:]:
         assert (np.frombuffer(buf.data, np.uint8).ctypes.data - base) % BUFFER_ALIGNMENT == 0
@@ -139,10 +137,13 @@ def test_write_then_load_gives_the_same_model(model, external):
 
 
 def test_the_writer_refuses_what_the_reader_would():
-    b = conv_model()
-    b.operators[0] = b.operators[0].__class__(opcode_index=5, inputs=(0,), outputs=(1,))
+    model = conv_model()
+    graph = model.subgraphs[0]
+    bad = replace(graph.operators[0], opcode_index=5)
+    model = replace(model, subgraphs=(replace(graph, operators=(bad, *graph.operators[1:])),))
     with pytest.raises(ModelError, match=r"operators\[0\].opcode_index: opcode index 5 out of range"):
-        write_model(b.build(*b.io))
+        write_model(model)
+    assert write_model(model, validate=False)[4:8] == FILE_IDENTIFIER  # for the corruption tests
 
 
 @pytest.mark.parametrize("name", MLPERF)
@@ -174,37 +175,20 @@ def test_mlperf_tiny_reference_models(name):
 
 
 def test_a_metadata_entry_names_the_offline_plan():
-    b = conv_model()
-    model = b.build(*b.io)
+    model = conv_model()
     plan = np.array([1, 0, 6, 0, -1, -1, 64, 0, 128], dtype="<i4").tobytes()
-    buffers = (*model.buffers, model.buffers[0].__class__(data=memoryview(plan)))
-    from dataclasses import replace
-
-    from refsim.tflite import Metadata
-
+    buffers = (*model.buffers, Buffer(data=memoryview(plan)))
     model = replace(model, buffers=buffers, metadata=(Metadata(OFFLINE_MEMORY_ALLOCATION, len(buffers) - 1),))
     assert load_model(write_model(model)).model.offline_memory_allocation == plan
 
 
 # -- flatc's reading of the same files ---------------------------------------------------------
 
-TFLM_COMMIT = "90b983c2b3f1480642e040bbd2ddb37b998f3424"
-SCHEMA_IN_TFLM = "tensorflow/compiler/mlir/lite/schema/schema.fbs"
-
 
 def _schema(tmp_path: Path) -> Path | None:
-    """TFLite's schema.fbs: $REFSIM_TFLITE_SCHEMA, else from a tflite-micro clone at TFLM_COMMIT
-    ($REFSIM_TFLM_REPO). flatc 2.0 cannot parse '(deprecated)' on enum values: it is dropped."""
-    text = None
-    if os.environ.get("REFSIM_TFLITE_SCHEMA"):
-        text = Path(os.environ["REFSIM_TFLITE_SCHEMA"]).read_text()
-    else:
-        repo = os.environ.get("REFSIM_TFLM_REPO", "/work/.mirror/tensorflow+tflite-micro/repo")
-        done = subprocess.run(
-            ["git", "-C", repo, "show", f"{TFLM_COMMIT}:{SCHEMA_IN_TFLM}"], capture_output=True, text=True
-        )
-        text = done.stdout if done.returncode == 0 else None
-    if not text:
+    """schema.fbs for flatc 2.0, which cannot parse '(deprecated)' on enum values: dropped."""
+    text = schema_text()
+    if text is None:
         return None
     path = tmp_path / "schema.fbs"
     path.write_text(text.replace(" (deprecated)", ""))
