@@ -94,7 +94,11 @@ class Operator:
     #: The decoded options table (options.TABLES) of the builtins in options.OPTIONS_OF;
     #: None when the file has none or the builtin's options are not decoded.
     builtin_options: dict | None = field(default=None, hash=False)
+    #: The custom options, from the operator's vector or from the file after the flatbuffer
+    #: (``large_custom_options_offset``/``size``).
     custom_options: bytes = b""
+    #: The BuiltinOptions2 union's type (StableHLO ops; the table is verified, not decoded).
+    builtin_options_2_type: int = 0
 
     @property
     def builtin_options_name(self) -> str:

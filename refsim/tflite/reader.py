@@ -120,7 +120,9 @@ def _decode_model(t: Table, data: memoryview) -> m.Model:
     return m.Model(
         version=version,
         operator_codes=tuple(_opcode(c) for c in t.tables(M.operator_codes, "operator_codes") or ()),
-        subgraphs=tuple(_subgraph(g) for g in _required(t.tables(M.subgraphs, "subgraphs"), "subgraphs")),
+        subgraphs=tuple(
+            _subgraph(g, data) for g in _required(t.tables(M.subgraphs, "subgraphs"), "subgraphs")
+        ),
         buffers=tuple(_buffer(b, data) for b in t.tables(M.buffers, "buffers") or ()),
         description=t.string(M.description, "description") or "",
         metadata=tuple(
@@ -148,13 +150,13 @@ def _opcode(t: Table) -> m.OperatorCode:
     )
 
 
-def _subgraph(t: Table) -> m.SubGraph:
+def _subgraph(t: Table, data: memoryview) -> m.SubGraph:
     G = s.SubGraph
     return m.SubGraph(
         tensors=tuple(_tensor(x) for x in t.tables(G.tensors, "tensors") or ()),
         inputs=t.scalars(G.inputs, "i32", "inputs") or (),
         outputs=t.scalars(G.outputs, "i32", "outputs") or (),
-        operators=tuple(_operator(o) for o in t.tables(G.operators, "operators") or ()),
+        operators=tuple(_operator(o, data) for o in t.tables(G.operators, "operators") or ()),
         name=t.string(G.name, "name") or "",
     )
 
@@ -162,6 +164,12 @@ def _subgraph(t: Table) -> m.SubGraph:
 def _tensor(t: Table) -> m.Tensor:
     T = s.Tensor
     q = t.table(T.quantization, "quantization")
+    external = t.scalar(T.external_buffer, "u32", "external_buffer")
+    if external:
+        raise ModelError(
+            f"{external}: refsim reads no weights from other files (Model.external_buffers)",
+            join(t.path, "external_buffer"),
+        )
     return m.Tensor(
         shape=t.scalars(T.shape, "i32", "shape") or (),
         type=_enum(s.TensorType, t.scalar(T.type, "i8", "type"), join(t.path, "type")),
@@ -189,7 +197,7 @@ def _quantization(t: Table) -> m.Quantization:
     )
 
 
-def _operator(t: Table) -> m.Operator:
+def _operator(t: Table, data: memoryview) -> m.Operator:
     O = s.Operator
     options_type = t.scalar(O.builtin_options_type, "u8", "builtin_options_type")
     options = None
@@ -199,7 +207,19 @@ def _operator(t: Table) -> m.Operator:
         table = t.table(O.builtin_options, "builtin_options", path)
         if table is not None and name in TABLES:
             options = _options(table, name)
+    options_2_type = t.scalar(O.builtin_options_2_type, "u8", "builtin_options_2_type")
+    if options_2_type:  # a table, verified; refsim decodes none of the StableHLO options
+        t.table(O.builtin_options_2, "builtin_options_2")
     custom = t.bytes_view(O.custom_options, "custom_options")
+    large = t.scalar(O.large_custom_options_offset, "u64", "large_custom_options_offset")
+    if large > 1:  # custom options after the flatbuffer, as offset buffers are
+        size = t.scalar(O.large_custom_options_size, "u64", "large_custom_options_size")
+        if large + size > len(data):
+            raise ModelError(
+                f"bytes [{large}, {large + size}) lie beyond the {len(data)}-byte file",
+                join(t.path, "large_custom_options_offset"),
+            )
+        custom = data[large : large + size]
     return m.Operator(
         opcode_index=t.scalar(O.opcode_index, "u32", "opcode_index"),
         inputs=t.scalars(O.inputs, "i32", "inputs") or (),
@@ -208,6 +228,7 @@ def _operator(t: Table) -> m.Operator:
         builtin_options_type=options_type,
         builtin_options=options,
         custom_options=b"" if custom is None else bytes(custom),
+        builtin_options_2_type=options_2_type,
     )
 
 

@@ -3,10 +3,11 @@
 The flatbuffer is built with the flatbuffers runtime's Builder, by hand (slot numbers from
 schema.py), as refsim/pte/writer.py builds a .pte. Buffers' ``data`` vectors are 16-byte
 aligned (the schema's ``force_align: 16``). With ``external_buffers`` (or for a buffer read
-from such a file) the non-empty buffers go after the flatbuffer instead, each 16-byte aligned,
-found through ``Buffer.offset``/``size`` from the start of the file: the layout TFLite's
-converter writes for models over 2 GB. Options are written for the decoded builtins
-(options.TABLES), a field only when it differs from the schema default, as flatc does.
+from such a file) the non-empty buffers and custom options go after the flatbuffer instead,
+each 16-byte aligned, found through their offset and size from the start of the file: the
+layout TFLite's converter writes for models over 2 GB. Options are written for the decoded
+builtins (options.TABLES), a field only when it differs from the schema default, as flatc
+does.
 
 `ModelBuilder` assembles single-op and multi-op models tensor by tensor.
 """
@@ -37,27 +38,36 @@ _PREPEND = {
 
 def write_model(model: m.Model, *, external_buffers: bool = False, validate: bool = True) -> bytes:
     """The .tflite bytes of ``model``, validated first as `load_model` would (``validate=False``
-    writes a model the reader must refuse: the corruption tests' named cases)."""
+    writes a model the reader must refuse: the corruption tests' named cases).
+
+    ``external_buffers`` puts every non-empty buffer and every operator's custom options after
+    the flatbuffer (``Buffer.offset``/``size``, ``Operator.large_custom_options_offset``/
+    ``size``); a buffer read from such a file goes there in any case."""
     if validate:
         validate_model(model)
-    external = [
-        len(b.data) > 0 and (external_buffers or b.external) and k > 0 for k, b in enumerate(model.buffers)
-    ]
-    if not any(external):
+    blobs: dict[tuple, bytes | memoryview] = {}
+    for k, b in enumerate(model.buffers):
+        if k > 0 and len(b.data) and (external_buffers or b.external):
+            blobs[("buffer", k)] = b.data
+    if external_buffers:
+        for g, graph in enumerate(model.subgraphs):
+            for i, op in enumerate(graph.operators):
+                if op.custom_options:
+                    blobs[("custom", g, i)] = op.custom_options
+    if not blobs:
         return _Builder(model, {}).finish()
     # Two passes: the first (placeholder offsets, the same table layout) sizes the flatbuffer.
-    placeholder = {k: 2 for k, e in enumerate(external) if e}
-    flat = len(_Builder(model, placeholder).finish())
+    flat = len(_Builder(model, dict.fromkeys(blobs, 2)).finish())
     offsets, end = {}, flat
-    for k in placeholder:
+    for key, blob in blobs.items():
         end = _align(end)
-        offsets[k] = end
-        end += len(model.buffers[k].data)
+        offsets[key] = end
+        end += len(blob)
     out = bytearray(_Builder(model, offsets).finish())
     assert len(out) == flat, "the flatbuffer changed size between passes"
-    for k, offset in offsets.items():
+    for key, offset in offsets.items():
         out.extend(bytes(offset - len(out)))
-        out.extend(model.buffers[k].data)
+        out.extend(blobs[key])
     return bytes(out)
 
 
@@ -68,7 +78,9 @@ def _align(n: int) -> int:
 class _Builder:
     """Builds the Model flatbuffer bottom-up (children before the tables that hold them)."""
 
-    def __init__(self, model: m.Model, external: dict[int, int]) -> None:
+    def __init__(self, model: m.Model, external: dict[tuple, int]) -> None:
+        """``external``: where each blob stored after the flatbuffer starts, by
+        ``("buffer", k)`` or ``("custom", subgraph, operator)``."""
         self.b = flatbuffers.Builder(4096)
         self.model = model
         self.external = external
@@ -114,7 +126,7 @@ class _Builder:
     def finish(self) -> bytes:
         M, md = s.Model, self.model
         buffers = self.tables([self.buffer(k, buf) for k, buf in enumerate(md.buffers)])
-        subgraphs = self.tables([self.subgraph(g) for g in md.subgraphs])
+        subgraphs = self.tables([self.subgraph(g, i) for i, g in enumerate(md.subgraphs)])
         codes = self.tables([self.opcode(c) for c in md.operator_codes])
         metadata = self.tables(
             [
@@ -149,8 +161,8 @@ class _Builder:
 
     def buffer(self, k: int, buf: m.Buffer) -> int:
         B = s.Buffer
-        if k in self.external:
-            fields = [("u64", B.offset, self.external[k], 0), ("u64", B.size, len(buf.data), 0)]
+        if ("buffer", k) in self.external:
+            fields = [("u64", B.offset, self.external["buffer", k], 0), ("u64", B.size, len(buf.data), 0)]
         else:
             data = self.aligned_bytes(buf.data, BUFFER_ALIGNMENT) if len(buf.data) else None
             fields = [("ref", B.data, data, 0)]
@@ -174,10 +186,10 @@ class _Builder:
             ],
         )
 
-    def subgraph(self, g: m.SubGraph) -> int:
+    def subgraph(self, g: m.SubGraph, index: int) -> int:
         G = s.SubGraph
         tensors = self.tables([self.tensor(t) for t in g.tensors])
-        operators = self.tables([self.operator(o) for o in g.operators])
+        operators = self.tables([self.operator(o, (index, i)) for i, o in enumerate(g.operators)])
         return self.table(
             G.n_fields,
             [
@@ -223,13 +235,15 @@ class _Builder:
             ],
         )
 
-    def operator(self, op: m.Operator) -> int:
+    def operator(self, op: m.Operator, where: tuple[int, int]) -> int:
         O = s.Operator
         options = None
         name = op.builtin_options_name
         if op.builtin_options_type:
             options = self.options(name, op.builtin_options or {})
-        custom = self.aligned_bytes(op.custom_options, 1) if op.custom_options else None
+        large = self.external.get(("custom", *where), 0)
+        custom = self.aligned_bytes(op.custom_options, 1) if op.custom_options and not large else None
+        options_2 = self.table(0, []) if op.builtin_options_2_type else None
         return self.table(
             O.n_fields,
             [
@@ -240,6 +254,10 @@ class _Builder:
                 ("ref", O.builtin_options, options, 0),
                 ("ref", O.custom_options, custom, 0),
                 ("ref", O.intermediates, self.vec(op.intermediates, "<i4") if op.intermediates else None, 0),
+                ("u8", O.builtin_options_2_type, op.builtin_options_2_type, 0),
+                ("ref", O.builtin_options_2, options_2, 0),
+                ("u64", O.large_custom_options_offset, large, 0),
+                ("u64", O.large_custom_options_size, len(op.custom_options) if large else 0, 0),
             ],
         )
 

@@ -93,6 +93,8 @@ def models(draw) -> m.Model:
                 intermediates=tuple(draw(st.lists(index, max_size=1))),
                 builtin_options_type=options_type,
                 builtin_options=values,
+                custom_options=draw(st.binary(max_size=9)),
+                builtin_options_2_type=draw(st.sampled_from([0, 0, 0, 1, 17])),
             )
         )
     graph = m.SubGraph(

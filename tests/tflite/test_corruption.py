@@ -142,6 +142,18 @@ def _external_offset_beyond_the_file() -> bytes:
     return _patch(data, struct.pack("<Q", offset), struct.pack("<Q", len(data) + 16))
 
 
+def _large_custom_options_beyond_the_file() -> bytes:
+    graph = MODEL.subgraphs[0]
+    relu6 = replace(graph.operators[1], custom_options=b"relu6 options")
+    model = replace(
+        MODEL, subgraphs=(replace(graph, operators=(graph.operators[0], relu6, graph.operators[2])),)
+    )
+    data = write_model(model, external_buffers=True)
+    assert load_model(data).model.subgraphs[0].operators[1].custom_options == b"relu6 options"
+    offset = data.index(b"relu6 options")
+    return _patch(data, struct.pack("<Q", offset), struct.pack("<Q", offset + (1 << 40)))
+
+
 def _shape_vector_length(count: int) -> bytes:
     """The length word of tensor 0's shape (1, 5, 5, 3) set to ``count``."""
     return _patch(FILES["conv"], struct.pack("<5i", 4, 1, 5, 5, 3), struct.pack("<5I", count, 1, 5, 5, 3))
@@ -197,6 +209,10 @@ NAMED = {
     "offset buffer beyond the file": (
         _external_offset_beyond_the_file(),
         r"^buffers\[1\]\.offset: bytes \[\d+, \d+\) lie beyond the \d+-byte file",
+    ),
+    "large custom options beyond the file": (
+        _large_custom_options_beyond_the_file(),
+        r"^subgraphs\[0\]\.operators\[1\]\.large_custom_options_offset: bytes \[\d+, \d+\) lie beyond",
     ),
     "vector length past the end": (
         _shape_vector_length(1000),
