@@ -1,4 +1,4 @@
-"""``refsim inspect MODEL.pte``: what a program holds, without running it."""
+"""``refsim inspect MODEL``: what a .pte program or a .tflite model holds, without running it."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from rich.table import Table
 
 from refsim.cli import app, console
 from refsim.errors import RefsimError
+from refsim.formats import TFLITE, model_format
 from refsim.ops.registry import load_all
 
 
 @app.command()
 def inspect(
-    model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program.")],
+    model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program or a TFLite model.")],
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the report as JSON to FILE ('-': print it instead).")
     ] = None,
@@ -47,6 +48,10 @@ def inspect(
         tensor_summary,
     )
 
+    if model_format(model) == TFLITE:
+        from refsim.commands.inspect_tflite import inspect_tflite
+
+        return inspect_tflite(model, json_path, memory, plot_memory)
     program = Program.load(model)
     report: dict = {"file": str(model), "constant_bytes": constant_bytes(program), "methods": []}
     for plan in program.file.program.execution_plan:

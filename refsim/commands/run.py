@@ -65,7 +65,7 @@ def run(
         raise RefsimError(f"--isa must be one of {', '.join(ISAS)}, got {isa!r}")
     if not estimate_cycles and (cpu or system or clock_mhz is not None or plot):
         raise RefsimError("--cpu, --system, --clock-mhz and --plot need --estimate-cycles")
-    program = Program.load(model)
+    program = Program.load(model)  # a .tflite: validated, then one line saying it cannot run yet
     method = program.method(method_name)
     estimate = None
     if estimate_cycles:

@@ -5,8 +5,10 @@ buffer (a corrupt file raises IndexError or struct.error, or reads garbage), so 
 would be needed anyway; this module is that verifier and the accessor in one pass, with the
 field path of every failure. It applies the rules of the C++ ``flatbuffers::Verifier`` (25.2) that
 ExecuTorch runs at load, no fewer and no more, so refsim refuses exactly the structures
-ExecuTorch refuses: objects inside the buffer; offsets non-zero, below 2^31 and 4-byte
-aligned; tables 4-byte aligned; vtables 2-byte aligned, of an even size that fits (0 and 2
+ExecuTorch refuses; TFLite and TFLM run the same verifier on a model, so the .tflite reader
+(refsim/tflite/reader.py) uses this module too, each reader passing its own error class.
+The rules: objects inside the buffer; offsets non-zero, below 2^31 and 4-byte aligned;
+tables 4-byte aligned; vtables 2-byte aligned, of an even size that fits (0 and 2
 included: every field is then absent); table fields inside the buffer and aligned to their
 size (a field may overlap the table's own vtable offset); vector lengths 4-byte aligned
 (their elements need no more); strings NUL-terminated (their bytes need not be UTF-8:
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import struct
 
+from refsim.errors import RefsimError
 from refsim.pte.errors import ProgramError
 
 _U16 = struct.Struct("<H")
@@ -31,13 +34,14 @@ _SCALAR = {  # name -> (struct, size)
     "bool": (struct.Struct("<?"), 1),
     "i8": (struct.Struct("<b"), 1),
     "u8": (struct.Struct("<B"), 1),
+    "f32": (struct.Struct("<f"), 4),
     "i32": (_I32, 4),
     "u32": (_U32, 4),
     "i64": (struct.Struct("<q"), 8),
     "u64": (struct.Struct("<Q"), 8),
     "f64": (struct.Struct("<d"), 8),
 }
-_VECTOR_CODE = {"bool": "?", "u8": "B", "i32": "i", "i64": "q", "u64": "Q", "f64": "d"}
+_VECTOR_CODE = {"bool": "?", "u8": "B", "i32": "i", "i64": "q", "u64": "Q", "f32": "f", "f64": "d"}
 
 
 def join(path: str, name: str) -> str:
@@ -45,12 +49,18 @@ def join(path: str, name: str) -> str:
 
 
 class FlatReader:
-    """Reads the flatbuffer in ``buf[:end]``; no object may start before ``start``."""
+    """Reads the flatbuffer in ``buf[:end]``; no object may start before ``start``.
 
-    def __init__(self, buf: memoryview, end: int, start: int = 0) -> None:
+    ``error`` is the class every failure raises, ``error(message, field_path)``: the .pte
+    reader's `ProgramError` by default, the .tflite reader's `ModelError`."""
+
+    def __init__(
+        self, buf: memoryview, end: int, start: int = 0, error: type[RefsimError] = ProgramError
+    ) -> None:
         self.buf = buf
         self.end = end
         self.start = start
+        self.error = error
         # Generous: a valid file decodes each of its bytes at most once.
         self.budget = 2 * end + 4096
         self.tables = 0
@@ -58,24 +68,24 @@ class FlatReader:
     def charge(self, nbytes: int, path: str) -> None:
         self.budget -= nbytes
         if self.budget < 0:
-            raise ProgramError(
+            raise self.error(
                 "flatbuffer offsets share or overlap objects more than a valid file can "
-                f"(decoded more than twice the {self.end}-byte program)",
+                f"(decoded more than twice the {self.end}-byte file)",
                 path,
             )
 
     def check_range(self, pos: int, size: int, align: int, path: str, what: str) -> None:
         if pos < self.start or pos + size > self.end:
-            raise ProgramError(
+            raise self.error(
                 f"{what} at byte {pos} (+{size}) lies outside the flatbuffer [{self.start}, {self.end})",
                 path,
             )
         if pos % align:
-            raise ProgramError(f"{what} at byte {pos} is not {align}-byte aligned", path)
+            raise self.error(f"{what} at byte {pos} is not {align}-byte aligned", path)
 
     def root(self) -> Table:
         if self.end < 8:
-            raise ProgramError(f"{self.end} bytes cannot hold a root offset and file identifier")
+            raise self.error(f"{self.end} bytes cannot hold a root offset and file identifier")
         return Table(self, _offset_target(self, 0, "root offset", ""), "")
 
 
@@ -89,7 +99,7 @@ def _offset_target(r: FlatReader, pos: int, what: str, path: str) -> int:
     r.check_range(pos, 4, 4, path, what)
     (offset,) = _U32.unpack_from(r.buf, pos)
     if offset == 0 or offset >= 1 << 31:
-        raise ProgramError(f"{what} at byte {pos} is {offset} (must be in [1, 2^31))", path)
+        raise r.error(f"{what} at byte {pos} is {offset} (must be in [1, 2^31))", path)
     r.check_range(pos + offset, 1, 1, path, f"target of the {what} at byte {pos}")
     return pos + offset
 
@@ -105,14 +115,14 @@ class Table:
         self.pos = pos
         reader.tables += 1
         if reader.tables > MAX_TABLES:
-            raise ProgramError(f"more than {MAX_TABLES:,} tables (the flatbuffers verifier's limit)", path)
+            raise reader.error(f"more than {MAX_TABLES:,} tables (the flatbuffers verifier's limit)", path)
         reader.check_range(pos, 4, 4, path, "table")
         (soffset,) = _I32.unpack_from(reader.buf, pos)
         vt = pos - soffset
         reader.check_range(vt, 2, 2, path, "vtable")
         (vsize,) = _U16.unpack_from(reader.buf, vt)
         if vsize % 2:
-            raise ProgramError(f"vtable size {vsize} is odd", path)
+            raise reader.error(f"vtable size {vsize} is odd", path)
         reader.check_range(vt, vsize, 2, path, "vtable")
         # The vtable's object size is not checked: flatc records less than the fields span
         # when it pads before an 8-byte field, and the C++ verifier ignores it too.
@@ -164,7 +174,7 @@ class Table:
         r.check_range(target, 4, 4, path, "vector length")
         (count,) = _U32.unpack_from(r.buf, target)
         if count >= ((1 << 31) - 1) // elem_size:
-            raise ProgramError(f"vector of {count} elements exceeds the 2 GiB flatbuffer limit", path)
+            raise r.error(f"vector of {count} elements exceeds the 2 GiB flatbuffer limit", path)
         nbytes = count * elem_size
         r.check_range(target + 4, nbytes, 1, path, f"vector of {count} elements")
         r.charge(nbytes, path)
@@ -195,7 +205,7 @@ class Table:
         path = join(self.path, name)
         self.r.check_range(start + count, 1, 1, path, "string terminator")
         if self.r.buf[start + count] != 0:
-            raise ProgramError("string is not NUL-terminated", path)
+            raise self.r.error("string is not NUL-terminated", path)
         return str(self.r.buf[start : start + count], "utf-8", "backslashreplace")
 
     def tables(self, slot: int, name: str, path: str | None = None) -> list[Table] | None:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from refsim.errors import RefsimError, UnsupportedError
+from refsim.formats import TFLITE, model_format
 from refsim.ops.divergence import Divergence
 from refsim.ops.registry import Args, OpDef, OpError, lookup
 from refsim.pte import ProgramError, ProgramFile, load_program
@@ -303,6 +304,19 @@ class Method:
         return [v.logical.copy() if isinstance(v, TensorRef) else v for v in outputs]
 
 
+def _refuse_tflite(source: str | os.PathLike | bytes) -> None:
+    """A .tflite (told by its identifier) is validated, then refused: running one is issue 15's
+    next step. A corrupt one gets its ModelError, not this."""
+    from refsim.tflite import load_model
+
+    load_model(source)
+    where = f"{os.fspath(source)}: " if isinstance(source, str | os.PathLike) else ""
+    raise UnsupportedError(
+        f"{where}executing a .tflite model is not implemented yet; `refsim inspect` "
+        "(refsim.tflite.load_model in Python) reads it"
+    )
+
+
 class Program:
     """A loaded .pte: its methods are created on demand, each with its own arenas."""
 
@@ -316,9 +330,11 @@ class Program:
 
     @classmethod
     def load(cls, source: str | os.PathLike | bytes) -> Program:
+        if isinstance(source, str | os.PathLike) and not os.path.exists(source):
+            raise RefsimError(f"{source}: no such file")
+        if model_format(source) == TFLITE:
+            _refuse_tflite(source)
         if isinstance(source, str | os.PathLike):
-            if not os.path.exists(source):
-                raise RefsimError(f"{source}: no such file")
             return cls(load_program(source), os.fspath(source))
         return cls(load_program(source))
 

@@ -1,0 +1,81 @@
+"""``refsim inspect MODEL.tflite``: what a TFLite model holds (refsim does not run one yet)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+from refsim.cli import console
+from refsim.errors import RefsimError, UnsupportedError
+
+
+def inspect_tflite(model: Path, json_path: Path | None, memory: bool, plot_memory: Path | None) -> None:
+    from refsim.tflite import load_model
+    from refsim.tflite.describe import changed_options, describe
+
+    if memory or plot_memory is not None:
+        raise UnsupportedError("--memory and --plot-memory are not implemented for a .tflite model yet")
+    mf = load_model(model)
+    report = describe(mf, str(model))
+    if json_path is not None and str(json_path) == "-":
+        print(json.dumps(report, indent=2))
+        return
+    if json_path is not None:
+        try:
+            json_path.write_text(json.dumps(report, indent=2) + "\n")
+        except OSError as exc:
+            raise RefsimError(f"--json {json_path}: {exc.strerror or exc}") from None
+    console.print(
+        f"[bold]{report['file']}[/]  TFLite schema {report['schema_version']}, "
+        f"constants {report['constant_bytes']:,} B"
+        + (
+            f" ({report['external_buffers']} buffers after the flatbuffer)"
+            if report["external_buffers"]
+            else ""
+        )
+        + (f", metadata: {', '.join(report['metadata'])}" if report["metadata"] else "")
+    )
+    for g, graph in zip(report["subgraphs"], mf.model.subgraphs, strict=True):
+        console.print(
+            f"\nsubgraph {g['index']} [bold]{g['name'] or '(unnamed)'}[/]: {len(g['ops'])} operators, "
+            f"{len(g['tensors'])} tensors; " + ", ".join(f"{n} ×{c}" for n, c in g["operators"].items())
+        )
+        ops = Table("#", "operator", "options", "inputs", "outputs")
+        for o, op in zip(g["ops"], graph.operators, strict=True):
+            shown = changed_options(op)
+            text = " ".join(f"{k}={v}" for k, v in shown.items()) if op.builtin_options is not None else ""
+            if op.builtin_options is None and op.builtin_options_type:
+                text = f"({o['options_type']})"
+            ops.add_row(str(o["index"]), o["name"], text, str(o["inputs"]), str(o["outputs"]))
+        console.print(ops)
+        io = Table("", "tensor", "shape", "dtype", "quantization")
+        for kind in ("inputs", "outputs"):
+            for k, t in enumerate(g[kind]):
+                io.add_row(
+                    f"{kind[:-1]}{k}", f"{t['index']} {t['name']}", str(t["shape"]), t["dtype"], _quant(t)
+                )
+        console.print(io)
+        tensors = Table("#", "name", "shape", "dtype", "buffer", "bytes", "quantization")
+        for t in g["tensors"]:
+            tensors.add_row(
+                str(t["index"]),
+                t["name"],
+                str(t["shape"]),
+                t["dtype"],
+                str(t["buffer"]),
+                f"{t['constant_bytes']:,}" if t["constant_bytes"] else "-",
+                _quant(t),
+            )
+        console.print(tensors)
+    console.print("execution of a .tflite model is not implemented yet (refsim run refuses it)")
+
+
+def _quant(t: dict) -> str:
+    q = t["quantization"]
+    if q is None:
+        return "-"
+    if "quantized_dimension" in q:
+        return f"per channel (dim {q['quantized_dimension']}): {len(q['scale'])} scales"
+    return f"scale {q['scale'][0]:.6g}, zp {q['zero_point'][0]}"
