@@ -61,7 +61,9 @@ def test_nnls_path_is_the_same_under_rounding_noise():
         got = fit_coefficients(["call", "cols", "rows"], rows, noisy)
         assert got["rows"] == 0.0
         assert got["call"] == pytest.approx(200.0, rel=1e-9) and got["cols"] == pytest.approx(7.0, rel=1e-9)
-    swapped = fit_coefficients(["call", "a_rows", "cols"], [{**r, "a_rows": r["rows"]} for r in rows], measured)
+    swapped = fit_coefficients(
+        ["call", "a_rows", "cols"], [{**r, "a_rows": r["rows"]} for r in rows], measured
+    )
     assert swapped["cols"] == 0.0 and swapped["a_rows"] == pytest.approx(7.0 / 3.0, rel=1e-9)
 
 
