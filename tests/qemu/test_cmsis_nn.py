@@ -100,6 +100,20 @@ def _transpose_2d_permutation(core: str, function: str, params: Params) -> bool:
     )
 
 
+def _mve_transpose_4d_identity(core: str, function: str, params: Params) -> bool:
+    """arm_transpose_s8's MVE build sends every 4-D permutation starting [0, 1] to its
+    swap-W-and-C path (arm_transpose_s8_nhcw), so the identity [0, 1, 2, 3] swaps W and C (a
+    change only when both exceed 1)."""
+    return (
+        core == "cortex-m55"
+        and function == "arm_transpose_s8"
+        and params["num_dims"] == 4
+        and list(params["permutations"]) == [0, 1, 2, 3]
+        and params["input_dims.w"] > 1
+        and params["input_dims.c"] > 1
+    )
+
+
 def _transpose_conv_buffer_short(core: str, function: str, params: Params) -> bool:
     """arm_transpose_conv_s8_get_buffer_size promises fewer bytes than arm_transpose_conv_s8's rolling
     row buffer uses (it sizes the width with MAX(filter w, stride.h), the kernel with stride.w, and
@@ -132,6 +146,15 @@ def _transpose_conv_ramp(core: str, function: str, params: Params) -> bool:
     return transposed and params["padding.h"] % params["stride.h"] != 0
 
 
+def _transpose_conv_tall_padding(core: str, function: str, params: Params) -> bool:
+    """arm_transpose_conv_s8 writes its leftover rows as if MAX(0, input_h·stride_h - pad_h) were
+    input_h·stride_h - pad_h: when padding.h > input_h·stride_h no row became final inside the
+    input loop, and the leftover output rows are read from the wrong slots of the row buffer."""
+    transposed = function in ("arm_transpose_conv_s8", "arm_transpose_conv_wrapper_s8")
+    rows = function == "arm_transpose_conv_s8" or params.get("category") == "arm_transpose_conv_s8"
+    return transposed and rows and params["padding.h"] > params["input_dims.h"] * params["stride.h"]
+
+
 #: Defect classes of CMSIS-NN (docs/numerics.md), each with the predicate that recognises a case.
 KNOWN_DEFECTS: dict[str, Callable[[str, str, Params], bool]] = {
     "grouped conv with NULL bias reads bias from address 4k": _grouped_null_bias,
@@ -139,8 +162,10 @@ KNOWN_DEFECTS: dict[str, Callable[[str, str, Params], bool]] = {
     "MVE depthwise opt with NULL bias reads bias from address 4*124*k": _mve_depthwise_opt_null_bias,
     "maximum/minimum broadcast row walk": _minmax_row_walk,
     "2-D transpose ignores its permutation": _transpose_2d_permutation,
+    "MVE 4-D transpose: the identity permutation swaps W and C": _mve_transpose_4d_identity,
     "transpose conv ctx buffer smaller than the kernel uses": _transpose_conv_buffer_short,
     "transpose conv rows when padding.h % stride.h != 0 (fixed in V.2.0.1)": _transpose_conv_ramp,
+    "transpose conv leftover rows when padding.h > input_h * stride.h": _transpose_conv_tall_padding,
 }
 
 
@@ -250,6 +275,16 @@ def _transpose_2d_identity() -> vec.Case:
     return case
 
 
+def _transpose_4d_identity() -> vec.Case:
+    params: dict[str, Any] = {"function": "arm_transpose_s8", "num_dims": 4, "permutations": [0, 1, 2, 3]}
+    for struct in ("input_dims", "output_dims"):
+        params.update({f"{struct}.{k}": v for k, v in zip("nhwc", (1, 1, 2, 3), strict=True)})
+    arrays = {"input": np.arange(6, dtype=np.int8).reshape(1, 1, 2, 3)}
+    case = vec.Case("arm_transpose_s8", "transpose_4d_identity", arrays, params, np.zeros(0, np.int8))
+    case.output = vec.run_case(case)
+    return case
+
+
 def _transpose_conv_wide_stride() -> vec.Case:
     """Transpose conv of a 1x1x2x1 input [1, 2] by a 1x1 filter of one, bias 100, stride (1, 3):
     output 1x1x6x1 = [101, 100, 100, 102, 100, 100] (identity requantisation)."""
@@ -283,6 +318,35 @@ def _transpose_conv_wide_stride() -> vec.Case:
         "shift": np.array([1], np.int32),
     }
     case = vec.Case(function, "transpose_conv_wide_stride", arrays, params, np.zeros(0, np.int8))
+    case.output = vec.run_case(case)
+    return case
+
+
+def _transpose_conv_tall_padding_case() -> vec.Case:
+    """Transpose conv of a 1x1x1x1 input [1] by a 5x1 filter holding 1..5 down its rows, stride 1,
+    padding.h 2, bias 0, identity requantisation: the one output row sees filter row 2, so 3."""
+    function = "arm_transpose_conv_s8"
+    params = dict(next(vec.generate_cases(function, 1, 0)).params)
+    params.update({"input_offset": 0, "output_offset": 0, "activation.min": -128, "activation.max": 127})
+    params.update({"bias_is_null": False, "stride.h": 1, "stride.w": 1, "padding.h": 2, "padding.w": 0})
+    params.update({"padding_offsets.h": 2, "padding_offsets.w": 0, "dilation.h": 1, "dilation.w": 1})
+    shapes = {
+        "input_dims": (1, 1, 1, 1),
+        "filter_dims": (1, 5, 1, 1),
+        "output_dims": (1, 1, 1, 1),
+        "bias_dims": (1, 1, 1, 1),
+    }
+    for struct, shape in shapes.items():
+        params.update({f"{struct}.{k}": v for k, v in zip("nhwc", shape, strict=True)})
+    params["category"] = "arm_transpose_conv_s8"
+    arrays = {
+        "input": np.ones((1, 1, 1, 1), np.int8),
+        "filter": np.arange(1, 6, dtype=np.int8).reshape(1, 5, 1, 1),
+        "bias": np.zeros(1, np.int32),
+        "multiplier": np.array([1 << 30], np.int32),
+        "shift": np.array([1], np.int32),
+    }
+    case = vec.Case(function, "transpose_conv_tall_padding", arrays, params, np.zeros(0, np.int8))
     case.output = vec.run_case(case)
     return case
 
@@ -330,7 +394,9 @@ def hand_worked() -> dict[str, tuple[vec.Case, list[int], tuple[str, ...]]]:
         "max_h_against_w": (_minmax_case("max_h_against_w", "arm_maximum_s8", (1, 3, 1, 1), (1, 1, 3, 1)), [-40, -35, -30] * 3, every),
         "min_h_against_w": (_minmax_case("min_h_against_w", "arm_minimum_s8", (1, 3, 1, 1), (1, 1, 3, 1)), [-50] * 3 + [-47] * 3 + [-44] * 3, every),
         "transpose_2d_identity": (_transpose_2d_identity(), [0, 1, 2, 3, 4, 5], every),
+        "transpose_4d_identity": (_transpose_4d_identity(), [0, 1, 2, 3, 4, 5], m55),
         "transpose_conv_wide_stride": (_transpose_conv_wide_stride(), [101, 100, 100, 102, 100, 100], every),
+        "transpose_conv_tall_padding": (_transpose_conv_tall_padding_case(), [3], every),
         "depthwise_opt_null_bias": (_depthwise_null_bias_case(), [1] * 4 * (CH_IN_BLOCK_MVE + 4), m55),
     }  # fmt: skip
 
