@@ -21,11 +21,11 @@ import os
 import struct
 from collections.abc import Sequence
 
-import flatbuffers
 import numpy as np
 
 from refsim.errors import UnsupportedError
 from refsim.pte import model as m
+from refsim.pte._flatbuild import FlatBuilder
 from refsim.pte._slots import S
 from refsim.pte.errors import ProgramError
 from refsim.pte.reader import FILE_IDENTIFIER, HEADER_MAGIC, HEADER_OFFSET, ProgramFile
@@ -169,34 +169,10 @@ def _segment_table(segments: list[bytes]) -> list[tuple[int, int]]:
     return table
 
 
-class _Builder:
+class _Builder(FlatBuilder):
     """Builds the Program flatbuffer bottom-up (children before the tables that hold them)."""
 
-    def __init__(self) -> None:
-        self.b = flatbuffers.Builder(4096)
-
     # -- helpers ---------------------------------------------------------------------------
-
-    def vec(self, items: Sequence, dtype: str) -> int:
-        return self.b.CreateNumpyVector(np.asarray(items, dtype=dtype).reshape(-1))
-
-    def aligned_bytes(self, data: bytes, alignment: int) -> int:
-        b = self.b
-        b.StartVector(1, len(data), alignment)
-        b.head -= len(data)
-        b.Bytes[b.head : b.head + len(data)] = data
-        b.vectorNumElems = len(data)
-        return b.EndVector()
-
-    def tables(self, offsets: list[int]) -> int:
-        b = self.b
-        b.StartVector(4, len(offsets), 4)
-        for off in reversed(offsets):
-            b.PrependUOffsetTRelative(off)
-        return b.EndVector()
-
-    def string(self, s: str | None) -> int | None:
-        return None if s is None else self.b.CreateString(s)
 
     def table(self, n_fields: int, fields: list[tuple[str, int, object]]) -> int:
         """One table from (kind, slot, value) triples; kind 'ref' for offsets."""

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import flatbuffers
 import numpy as np
 
+from refsim.pte._flatbuild import FlatBuilder
 from refsim.tflite import model as m
 from refsim.tflite import schema as s
 from refsim.tflite.options import OPTIONS_OF, TABLES, defaults
@@ -75,38 +75,17 @@ def _align(n: int) -> int:
     return (n + BUFFER_ALIGNMENT - 1) // BUFFER_ALIGNMENT * BUFFER_ALIGNMENT
 
 
-class _Builder:
+class _Builder(FlatBuilder):
     """Builds the Model flatbuffer bottom-up (children before the tables that hold them)."""
 
     def __init__(self, model: m.Model, external: dict[tuple, int]) -> None:
         """``external``: where each blob stored after the flatbuffer starts, by
         ``("buffer", k)`` or ``("custom", subgraph, operator)``."""
-        self.b = flatbuffers.Builder(4096)
+        super().__init__()
         self.model = model
         self.external = external
 
     # -- helpers ---------------------------------------------------------------------------
-
-    def vec(self, items: Sequence, dtype: str) -> int:
-        return self.b.CreateNumpyVector(np.asarray(items, dtype=dtype).reshape(-1))
-
-    def aligned_bytes(self, data: bytes | memoryview, alignment: int) -> int:
-        b = self.b
-        b.StartVector(1, len(data), alignment)
-        b.head -= len(data)
-        b.Bytes[b.head : b.head + len(data)] = data
-        b.vectorNumElems = len(data)
-        return b.EndVector()
-
-    def tables(self, offsets: list[int]) -> int:
-        b = self.b
-        b.StartVector(4, len(offsets), 4)
-        for off in reversed(offsets):
-            b.PrependUOffsetTRelative(off)
-        return b.EndVector()
-
-    def string(self, text: str | None) -> int | None:
-        return None if text is None else self.b.CreateString(text)
 
     def table(self, n_fields: int, fields: list[tuple[str, int, object, object]]) -> int:
         """One table from (kind, slot, value, default) tuples; kind 'ref' for offsets."""
