@@ -31,6 +31,7 @@ from refsim.ops.registry import all_ops
 from refsim.pte import load_program, write_program
 from refsim.pte import model as m
 from refsim.runtime import Program
+from tests.cli_util import assert_one_error_line, refsim
 from tests.runtime.test_hostile import ORIGINALS, apply_mutations, mutate_program, random_mutations, run_case
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
@@ -42,21 +43,6 @@ KWS_IO = MODELS_DIR / "kws.io.npz"
 REPORT_KEYS = {"isa", "cpu", "clock_mhz", "cycles_total", "latency_ms", "ops", "memory", "outputs"}
 OP_KEYS = {"index", "name", "macs", "cycles", "kernel"}
 MEMORY_KEYS = {"arena_bytes", "scratch_bytes", "constant_bytes"}
-
-
-def refsim(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_error_line(result: tuple[int, str, str], *fragments: str) -> None:
-    code, _, err = result
-    lines = err.splitlines()
-    assert code == 2, err
-    assert len(lines) == 1 and lines[0].startswith("refsim: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
 
 
 def layer_macs(ops: list[dict]) -> list[int]:

@@ -10,31 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from refsim.cli import main
 from refsim.errors import UnsupportedError
 from refsim.formats import PTE, TFLITE, model_format
 from refsim.runtime import Program
 from refsim.tflite import ModelError
+from tests.cli_util import assert_one_error_line, refsim
 from tests.tflite.test_corruption import FILES, NAMED
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
 KWS = FIXTURES / "kws_ref_model.tflite"
 PTE_KWS = Path(__file__).resolve().parents[2] / "examples" / "models" / "kws.pte"
-
-
-def refsim(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_error_line(result: tuple[int, str, str], *fragments: str) -> None:
-    code, _, err = result
-    lines = err.splitlines()
-    assert code == 2, err
-    assert len(lines) == 1 and lines[0].startswith("refsim: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
 
 
 def test_the_format_is_the_file_identifier_not_the_name(tmp_path):
