@@ -56,6 +56,13 @@ def run(
         bool,
         typer.Option("--strict", help="Refuse (exit 2) a program whose device result departs from its ops."),
     ] = False,
+    dump: Annotated[
+        Path | None,
+        typer.Option(
+            "--dump-tensors",
+            help="Write every intermediate tensor to this npz, keyed by value index, in memory order.",
+        ),
+    ] = None,
 ) -> None:
     """Run MODEL.pte's method in its planned arenas with the golden kernels."""
     from refsim.runtime import Program
@@ -156,7 +163,11 @@ def run(
             entry["quantization"] = {"scale": q.scale, "zero_point": q.zero_point}
         report["outputs"].append(entry)
     if outputs is not None:
-        np.savez(outputs, **arrays)
+        _save_npz(outputs, arrays, "--outputs")
+    if dump is not None:
+        from refsim.runtime.dump import dump_tensors
+
+        _save_npz(dump, dump_tensors(method, values), "--dump-tensors")
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(report, indent=2) + "\n")
@@ -187,6 +198,13 @@ def run(
     console.print(
         f"{sum(o['macs'] for o in ops):,} MACs in {wall * 1e3:.2f} ms on the host (warm)", highlight=False
     )
+
+
+def _save_npz(path: Path, arrays: dict, option: str) -> None:
+    try:
+        np.savez(path, **arrays)
+    except OSError as exc:
+        raise RefsimError(f"{option} {path}: cannot write ({exc.strerror or exc})") from None
 
 
 def _inputs(program, method, path: Path | None, seed: int) -> list:

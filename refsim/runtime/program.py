@@ -126,7 +126,8 @@ class Method:
                 ) from None
         return TensorRef(index, t, storage)
 
-    def _resolve(self, index: int) -> Any:
+    def resolve(self, index: int) -> Any:
+        """Value ``index`` as an operator receives it: a tensor list as the list of its tensors."""
         v = self.values[index]
         if isinstance(v, m.TensorList):
             return [self.values[i] for i in v.items]
@@ -165,7 +166,7 @@ class Method:
                     f"{op.name} (instruction {position}): argument {spec.name} ({spec.type}) "
                     f"must be {expected}, got {kind.name} (values[{index}])"
                 )
-            value = self._resolve(index)
+            value = self.resolve(index)
             if spec.is_out and isinstance(value, TensorRef) and value.meta.is_constant:
                 raise OpError(
                     f"{op.name} (instruction {position}): argument {spec.name} must be a writable "
@@ -277,7 +278,7 @@ class Method:
             call = calls[pc]
             if call is not None:
                 if self.has_moves:
-                    call.args._values[:] = [self._resolve(i) for i in call.arg_indices]
+                    call.args._values[:] = [self.resolve(i) for i in call.arg_indices]
                 if trace is not None:
                     trace(pc, call, "before")
                 try:
