@@ -41,7 +41,6 @@ if str(ROOT) not in sys.path:  # run as a script: the engine lives in the tests 
 RESULTS = ROOT / "benchmarks" / "results" / "tflite_fuzz.json"
 OUTCOMES = ("loaded", "ModelError", "traceback", "crash", "hang")
 FAILURES = ("traceback", "crash", "hang")
-KINDS = ("bit", "u16", "u32", "u32", "u64", "truncate")
 
 
 def seeds() -> dict[str, bytes]:
@@ -51,7 +50,7 @@ def seeds() -> dict[str, bytes]:
 
 
 def draw_mutations(rng: random.Random) -> list[tuple[str, int, int]]:
-    from tests.pte.test_corruption import INTERESTING
+    from tests.pte.test_corruption import INTERESTING, KINDS
 
     return [
         (

@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from refsim.errors import RefsimError
-from refsim.memory.report import memory_report, scratch_values
+from refsim.memory.report import memory_report
+from refsim.runtime.describe import scratch_values
 from refsim.runtime.program import Program
 
 

@@ -9,24 +9,12 @@ from refsim.memory.lines import Line, total, unmeasured
 from refsim.memory.ram import ram_lines
 from refsim.memory.sizes import runtime_sizes
 from refsim.pte import model as m
-from refsim.runtime.program import Method, Program
-from refsim.runtime.tensor import TensorRef
+from refsim.runtime.describe import scratch_values
+from refsim.runtime.program import Program
 
 
 class CpuError(ValueError):
     pass
-
-
-def scratch_values(method: Method) -> set[int]:
-    """Value indices of the tensors ops take as CMSIS-NN scratch (``scratch`` arguments)."""
-    found: set[int] = set()
-    for call in method.calls:
-        if call is None:
-            continue
-        for name, value in call.args.items():
-            if "scratch" in name and isinstance(value, TensorRef):
-                found.add(value.index)
-    return found
 
 
 def memory_report(

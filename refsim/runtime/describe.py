@@ -75,18 +75,21 @@ def constant_bytes(program: Program) -> int:
     return sum(len(b) for b in program.file.constants())
 
 
-def scratch_bytes(method: Method) -> int:
-    """Bytes of memory-planned tensors that ops use as CMSIS-NN scratch (``scratch`` args)."""
-    total = 0
-    seen: set[int] = set()
+def scratch_values(method: Method) -> set[int]:
+    """Value indices of the tensors ops take as CMSIS-NN scratch (``scratch`` arguments)."""
+    found: set[int] = set()
     for call in method.calls:
         if call is None:
             continue
         for name, value in call.args.items():
-            if "scratch" in name and isinstance(value, TensorRef) and value.index not in seen:
-                seen.add(value.index)
-                total += value.meta.nbytes
-    return total
+            if "scratch" in name and isinstance(value, TensorRef):
+                found.add(value.index)
+    return found
+
+
+def scratch_bytes(method: Method) -> int:
+    """Bytes of memory-planned tensors that ops use as CMSIS-NN scratch (``scratch`` args)."""
+    return sum(method.values[i].meta.nbytes for i in scratch_values(method))
 
 
 def method_ops(method: Method, isa: str) -> list[dict]:

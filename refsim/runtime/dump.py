@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from refsim.runtime.describe import scratch_values
 from refsim.runtime.program import BoundCall, Method
 from refsim.runtime.tensor import TensorRef
 
@@ -27,15 +28,14 @@ def dump_tensors(method: Method, inputs: Sequence[np.ndarray | int | float | boo
     """Run ``method`` on ``inputs`` and return ``{str(value index): memory-order copy}`` of every
     non-constant tensor a KernelCall read or wrote (module docstring)."""
     captured: dict[int, np.ndarray] = {}
+    skip = scratch_values(method)  # CMSIS-NN's ctx buffers: their bytes are the library's business
 
     def trace(pc: int, call: BoundCall | None, phase: str) -> None:
         if phase != "after" or call is None:
             return
-        for name, value in call.args.items():
-            if "scratch" in name:  # CMSIS-NN's ctx buffer: its bytes are the library's business
-                continue
+        for _, value in call.args.items():
             for t in value if isinstance(value, list) else [value]:
-                if isinstance(t, TensorRef) and t.storage.flags.writeable:
+                if isinstance(t, TensorRef) and t.storage.flags.writeable and t.index not in skip:
                     captured[t.index] = t.storage.copy()
 
     method.execute(inputs, trace=trace)

@@ -22,10 +22,10 @@ from refsim.memory.flash import _library_code, kernel_code_lines
 from refsim.memory.lines import Line, total
 from refsim.memory.plot import live_bytes
 from refsim.memory.ram import BumpAllocator, method_pools, planned_bytes, ram_lines
-from refsim.memory.report import scratch_values
 from refsim.memory.sizes import runtime_sizes
 from refsim.pte import model as m
 from refsim.runtime import Program
+from refsim.runtime.describe import scratch_values
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
 MODELS = ("kws", "vww", "ic", "ad")

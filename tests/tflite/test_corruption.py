@@ -26,7 +26,7 @@ from refsim.tflite import ModelError, ModelFile, TensorType, load_model
 from refsim.tflite import model as m
 from refsim.tflite.describe import describe
 from refsim.tflite.writer import write_model
-from tests.pte.test_corruption import INTERESTING, _mutate
+from tests.pte.test_corruption import INTERESTING, KINDS, _mutate, mutations
 from tests.tflite.test_roundtrip import conv_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
@@ -38,7 +38,6 @@ FILES = {
 }
 SECONDS_PER_LOAD = 2.0
 PEAK_BYTES = 32 << 20
-KINDS = ["bit", "u16", "u32", "u32", "u64", "truncate"]
 
 
 def exercise(mf: ModelFile) -> None:
@@ -62,17 +61,6 @@ def load_survives(data: bytes) -> None:
     if mf is not None:
         exercise(mf)  # a ModelError here is a failure: the file loaded
     assert time.perf_counter() - start < SECONDS_PER_LOAD
-
-
-mutations = st.lists(
-    st.tuples(
-        st.sampled_from(KINDS),
-        st.integers(0, 1 << 20),
-        st.sampled_from(INTERESTING) | st.integers(0, (1 << 64) - 1),
-    ),
-    min_size=1,
-    max_size=6,
-)
 
 
 @given(st.sampled_from(sorted(FILES)), mutations)
