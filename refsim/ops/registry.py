@@ -133,7 +133,9 @@ OP_MODULES = (
     "cortex_m_misc",
     "portable",
     "portable_float",
+    "tflm_cmsis_nn",
     "tflm_reference",
+    "tflm_float",
 )
 
 
