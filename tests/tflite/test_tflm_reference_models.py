@@ -1,0 +1,208 @@
+""".tflite models of TFLM's reference-kernel builtins through `Program.load` (the lowering in
+refsim/tflite/lower_reference.py and the tflm:: ops) against the tflite-micro wheel, every tensor
+(``GetTensor``) and not only the outputs; and the operators the lowering refuses, by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import event, given, note
+from hypothesis import strategies as st
+
+from refsim.errors import RefsimError, UnsupportedError
+from refsim.runtime.program import Program
+from refsim.tflite import schema as s
+from refsim.tflite.writer import ModelBuilder, write_model
+from tests.tflite.test_tflm_activations import scales, zero_points
+from tests.tflite.tflm_oracle import NP_OF, T, build_single_op, requires_wheel, run_model
+
+B = s.BuiltinOperator
+I8, F32, I32, I16 = s.TensorType.INT8, s.TensorType.FLOAT32, s.TensorType.INT32, s.TensorType.INT16
+rng = np.random.default_rng(2026)
+
+
+def _random(shape, dtype):
+    if dtype == F32:
+        return rng.normal(0, 4, shape).astype(np.float32)
+    if dtype == s.TensorType.BOOL:
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    info = np.iinfo(NP_OF[dtype])
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(NP_OF[dtype])
+
+
+def compare_every_tensor(data: bytes, inputs: list[np.ndarray], n_outputs: int = 1) -> int:
+    """Run ``data`` in refsim and in the wheel; every non-constant tensor must hold the same
+    bytes. Returns how many tensors were compared."""
+    expected = run_model(data, inputs, n_outputs)
+    program = Program.load(data)
+    method = program.method("forward")
+    outputs = method.execute(inputs)
+    graph = program.file.file.model.subgraphs[0]
+    compared = 0
+    for i, t in enumerate(graph.tensors):
+        value = method.values[i]
+        if program.file.file.constant_data(t) is not None and i not in graph.inputs:
+            continue
+        mine = np.ascontiguousarray(value.logical)
+        theirs = expected.tensor(i)
+        assert mine.shape == theirs.shape, (i, mine.shape, theirs.shape)
+        np.testing.assert_array_equal(
+            mine.view(np.uint8), theirs.view(np.uint8), err_msg=f"tensor {i} ({t.name})"
+        )
+        compared += 1
+    for k, out in enumerate(outputs):
+        np.testing.assert_array_equal(out.view(np.uint8), expected.outputs[k].view(np.uint8))
+    return compared
+
+
+def _single(code, ins, outs, **options) -> tuple[bytes, list[np.ndarray]]:
+    data, _, _ = build_single_op(code, ins, outs, **options)
+    values = [_random(t.shape, t.dtype) for t in ins if t.data is None]
+    return data, values
+
+
+SINGLE = {
+    "quantize f32->i8": (B.QUANTIZE, [T((2, 9), F32)], [T((2, 9), I8, 0.07, -5)], {}),
+    "quantize i8->i8": (B.QUANTIZE, [T((3, 3, 4), I8, 0.02, 7)], [T((3, 3, 4), I8, 0.05, -100)], {}),
+    "dequantize": (B.DEQUANTIZE, [T((1, 17), I8, 0.3, 4)], [T((1, 17), F32)], {}),
+    "relu": (B.RELU, [T((1, 4, 4, 3), I8, 0.1, 2)], [T((1, 4, 4, 3), I8, 0.05, -128)], {}),
+    "relu6": (B.RELU6, [T((5, 7), I8, 0.05, -3)], [T((5, 7), I8, 0.05, -3)], {}),
+    "logistic": (B.LOGISTIC, [T((6, 6), I8, 0.09, 1)], [T((6, 6), I8, 1 / 256, -128)], {}),
+    "tanh": (B.TANH, [T((6, 6), I8, 0.03, -2)], [T((6, 6), I8, 1 / 128, 0)], {}),
+    "hard_swish": (B.HARD_SWISH, [T((1, 3, 3, 8), I8, 0.04, 9)], [T((1, 3, 3, 8), I8, 0.03, -60)], {}),
+    "mean hw": (
+        B.MEAN,
+        [T((1, 5, 5, 16), I8, 0.05, -1), T((2,), I32, data=np.array([1, 2], np.int32))],
+        [T((1, 1, 1, 16), I8, 0.02, 4)],
+        {"keep_dims": True},
+    ),
+    "mean last": (
+        B.MEAN,
+        [T((3, 10), I8, 0.05, 3), T((1,), I32, data=np.array([-1], np.int32))],
+        [T((3,), I8, 0.05, 3)],
+        {},
+    ),
+    "strided slice": (
+        B.STRIDED_SLICE,
+        [
+            T((2, 8, 6), I8, 0.5, 0),
+            *(T((3,), I32, data=np.array(v, np.int32)) for v in ((1, 7, 0), (2, 0, 6), (1, -3, 2))),
+        ],
+        [T((3, 3), I8, 0.5, 0)],
+        {"shrink_axis_mask": 1, "end_mask": 4},
+    ),
+    "squeeze": (B.SQUEEZE, [T((1, 4, 1, 2), I8, 0.1, 0)], [T((4, 2), I8, 0.1, 0)], {"squeeze_dims": [0, 2]}),
+    "concatenation": (
+        B.CONCATENATION,
+        [T((2, 3), I8, 0.1, 1), T((2, 5), I8, 0.1, 1), T((2, 1), I8, 0.1, 1)],
+        [T((2, 9), I8, 0.1, 1)],
+        {"axis": 1},
+    ),
+    "concatenation int32": (B.CONCATENATION, [T((1, 2), I32), T((3, 2), I32)], [T((4, 2), I32)], {"axis": 0}),
+    "strided slice int16": (
+        B.STRIDED_SLICE,
+        [T((9,), I16), *(T((1,), I32, data=np.array([v], np.int32)) for v in (-1, 0, -2))],
+        [T((4,), I16)],
+        {},
+    ),
+}
+
+
+@requires_wheel
+@pytest.mark.parametrize("case", SINGLE, ids=str)
+def test_single_op_model(case):
+    code, ins, outs, options = SINGLE[case]
+    data, values = _single(code, ins, outs, **options)
+    assert compare_every_tensor(data, values) >= 2
+
+
+@requires_wheel
+@given(st.data())
+def test_drawn_activation_chain(data):
+    """QUANTIZE -> (RELU | RELU6 | LOGISTIC | TANH | HARD_SWISH) x3 -> MEAN -> DEQUANTIZE, with
+    drawn quantization; TFLM-refused or undefined parameters are drawn away by retrying."""
+    shape = data.draw(st.sampled_from([(1, 4, 4, 3), (2, 6), (1, 3, 5, 2)]))
+    b = ModelBuilder()
+    x = b.tensor(shape, F32)
+    q = (data.draw(scales(-10, 2)), data.draw(zero_points))
+    h = b.tensor(shape, I8, scale=q[0], zero_point=q[1])
+    b.op(B.QUANTIZE, [x], [h])
+    for _ in range(3):
+        code = data.draw(st.sampled_from([B.RELU, B.RELU6, B.LOGISTIC, B.TANH, B.HARD_SWISH, B.QUANTIZE]))
+        if code == B.LOGISTIC:
+            out_q = (1 / 256, -128)
+        elif code == B.TANH:
+            out_q = (1 / 128, 0)
+        elif code == B.RELU6:
+            out_q = q
+        else:
+            out_q = (data.draw(scales(-10, 2)), data.draw(zero_points))
+        g = b.tensor(shape, I8, scale=out_q[0], zero_point=out_q[1])
+        b.op(code, [h], [g])
+        h, q = g, out_q
+    axis = b.tensor((1,), I32, data=np.array([-1], np.int32))
+    m_q = (data.draw(scales(-10, 2)), data.draw(zero_points))
+    mean = b.tensor(shape[:-1], I8, scale=m_q[0], zero_point=m_q[1])
+    b.op(B.MEAN, [h, axis], [mean])
+    y = b.tensor(shape[:-1], F32)
+    b.op(B.DEQUANTIZE, [mean], [y])
+    blob = write_model(b.build([x], [y]))
+    try:
+        Program.load(blob).method("forward")  # lowered and validated (TFLM's Prepare)
+    except RefsimError as exc:
+        note(f"refused: {exc}")
+        event("refused by refsim")
+        return
+    n = compare_every_tensor(blob, [(rng.normal(0, 3, shape)).astype(np.float32)])
+    assert n == 7
+    event("compared")
+
+
+# --- refusals ------------------------------------------------------------------------------------------
+
+REFUSED = {
+    "int16 relu": (B.RELU, [T((4,), I16, 0.1, 0)], [T((4,), I16, 0.1, 0)], {}, "int16"),
+    "int16 quantize output": (B.QUANTIZE, [T((4,), F32)], [T((4,), I16, 0.1, 0)], {}, "int16"),
+    "uint8 dequantize": (B.DEQUANTIZE, [T((4,), s.TensorType.UINT8, 0.1, 0)], [T((4,), F32)], {}, "uint8"),
+    "concat mixed quantization": (
+        B.CONCATENATION,
+        [T((1, 2), I8, 0.5, 0), T((1, 2), I8, 0.25, 0)],
+        [T((1, 4), I8, 0.5, 0)],
+        {"axis": 1},
+        "quantized",
+    ),
+    "concat fused relu": (
+        B.CONCATENATION,
+        [T((1, 2), I8, 0.5, 0), T((1, 2), I8, 0.5, 0)],
+        [T((1, 4), I8, 0.5, 0)],
+        {"axis": 1, "fused_activation_function": s.ActivationFunctionType.RELU},
+        "RELU",
+    ),
+    "mean variable axis": (
+        B.MEAN,
+        [T((2, 3), I8, 0.1, 0), T((1,), I32)],
+        [T((2,), I8, 0.1, 0)],
+        {},
+        "constant",
+    ),
+    "logistic zero point": (B.LOGISTIC, [T((4,), I8, 0.1, 0)], [T((4,), I8, 1 / 256, 0)], {}, "-128"),
+    "shrink negative stride": (
+        B.STRIDED_SLICE,
+        [T((4,), I8, 0.5, 0), *(T((1,), I32, data=np.array([v], np.int32)) for v in (1, 0, -1))],
+        [T((), I8, 0.5, 0)],
+        {"shrink_axis_mask": 1},
+        "writes nothing",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=str)
+def test_refused_with_the_operator_named(case):
+    code, ins, outs, options, message = REFUSED[case]
+    data, _, _ = build_single_op(code, ins, outs, **options)
+    with pytest.raises(RefsimError, match=message) as info:
+        Program.load(data).method("forward")
+    text = str(info.value)
+    assert f"({code.name})" in text or "tflm::" in text, text
+    if isinstance(info.value, UnsupportedError):
+        assert text.startswith(f"operator 0 ({code.name})"), text
