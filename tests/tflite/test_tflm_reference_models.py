@@ -206,3 +206,79 @@ def test_refused_with_the_operator_named(case):
     assert f"({code.name})" in text or "tflm::" in text, text
     if isinstance(info.value, UnsupportedError):
         assert text.startswith(f"operator 0 ({code.name})"), text
+
+
+# --- through the CLI --------------------------------------------------------------------------------------
+
+
+def _chain_model() -> tuple[bytes, np.ndarray]:
+    """QUANTIZE -> HARD_SWISH -> STRIDED_SLICE -> CONCATENATION(with itself) -> SQUEEZE -> TANH ->
+    MEAN -> DEQUANTIZE: every reference lowering in one model."""
+    b = ModelBuilder()
+    x = b.tensor((1, 6, 4), F32)
+    q = b.tensor((1, 6, 4), I8, scale=0.05, zero_point=-3)
+    b.op(B.QUANTIZE, [x], [q])
+    hs = b.tensor((1, 6, 4), I8, scale=0.04, zero_point=-20)
+    b.op(B.HARD_SWISH, [q], [hs])
+    consts = [b.tensor((3,), I32, data=np.array(v, np.int32)) for v in ((0, 5, 0), (1, 0, 4), (1, -2, 1))]
+    ss = b.tensor((1, 3, 4), I8, scale=0.04, zero_point=-20)
+    b.op(B.STRIDED_SLICE, [hs, *consts], [ss])
+    cat = b.tensor((1, 6, 4), I8, scale=0.04, zero_point=-20)
+    b.op(B.CONCATENATION, [ss, ss], [cat], axis=1)
+    sq = b.tensor((6, 4), I8, scale=0.04, zero_point=-20)
+    b.op(B.SQUEEZE, [cat], [sq], squeeze_dims=[0])
+    th = b.tensor((6, 4), I8, scale=1 / 128, zero_point=0)
+    b.op(B.TANH, [sq], [th])
+    axis = b.tensor((1,), I32, data=np.array([0], np.int32))
+    mean = b.tensor((4,), I8, scale=0.01, zero_point=5)
+    b.op(B.MEAN, [th, axis], [mean])
+    y = b.tensor((4,), F32)
+    b.op(B.DEQUANTIZE, [mean], [y])
+    return write_model(b.build([x], [y])), rng.normal(0, 2, (1, 6, 4)).astype(np.float32)
+
+
+@requires_wheel
+def test_chain_of_every_reference_op():
+    data, x = _chain_model()
+    assert compare_every_tensor(data, [x]) == 9  # the non-constant tensors
+
+
+@requires_wheel
+def test_refsim_run_cli(tmp_path, capsys):
+    from tests.cli_util import refsim
+
+    data, x = _chain_model()
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(data)
+    np.savez(tmp_path / "in.npz", input0=x)
+    code, _, err = refsim(
+        capsys,
+        "run",
+        model,
+        "--inputs",
+        tmp_path / "in.npz",
+        "--outputs",
+        tmp_path / "out.npz",
+        "--dump-tensors",
+        tmp_path / "dump.npz",
+    )
+    assert code == 0, err
+    expected = run_model(data, [x])
+    np.testing.assert_array_equal(
+        np.load(tmp_path / "out.npz")["output0"].view(np.int32), expected.outputs[0].view(np.int32)
+    )
+    dump = np.load(tmp_path / "dump.npz")
+    assert len(dump.files) >= 8
+    for key in dump.files:
+        np.testing.assert_array_equal(
+            dump[key].reshape(-1).view(np.uint8), expected.tensor(int(key)).reshape(-1).view(np.uint8)
+        )
+
+
+def test_refused_operator_is_one_cli_line(tmp_path, capsys):
+    from tests.cli_util import assert_one_error_line, refsim
+
+    data, _, _ = build_single_op(B.RELU, [T((4,), I16, 0.1, 0)], [T((4,), I16, 0.1, 0)])
+    model = tmp_path / "relu16.tflite"
+    model.write_bytes(data)
+    assert_one_error_line(refsim(capsys, "run", model), "operator 0 (RELU)", "int16")
