@@ -282,3 +282,19 @@ def test_refused_operator_is_one_cli_line(tmp_path, capsys):
     model = tmp_path / "relu16.tflite"
     model.write_bytes(data)
     assert_one_error_line(refsim(capsys, "run", model), "operator 0 (RELU)", "int16")
+
+
+@requires_wheel
+@pytest.mark.parametrize("option", ["ellipsis_mask", "new_axis_mask", "offset"])
+def test_strided_slice_options_tflm_ignores(option):
+    """TFLM's BuildStridedSliceParams drops ellipsis_mask, new_axis_mask and offset; the wheel and
+    refsim both slice as if they were unset, and refsim records the divergence."""
+    consts = [T((2,), I32, data=np.array(v, np.int32)) for v in ((1, 0), (3, 2), (1, 1))]
+    value = True if option == "offset" else 1
+    data, values = _single(
+        B.STRIDED_SLICE, [T((4, 3), I8, 0.5, 0), *consts], [T((2, 2), I8, 0.5, 0)], **{option: value}
+    )
+    assert compare_every_tensor(data, values) == 2
+    method = Program.load(data).method("forward")
+    reasons = [str(d) for call in method.calls for d in call.args.divergences]
+    assert any(option in r for r in reasons), reasons
