@@ -76,3 +76,22 @@ def test_quantize_multiplier_matches_tflm_rules():
     assert fp.quantize_multiplier(2.0**-40) == (0, 0)  # shift below -31 flushes
     assert fp.quantize_multiplier(2.0**40) == (1 << 30, 41)  # no saturation (double rounding build)
     assert fp.quantize_multiplier(1 - 2.0**-40) == (1 << 30, 1)  # q rounds to 2^31
+
+
+@given(
+    st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=32),
+    st.integers(0, 2**31 - 1),
+    st.integers(-31, 30),
+)
+def test_vectorized_requantize_equals_the_scalar_transliteration(xs, multiplier, shift):
+    got = fp.multiply_by_quantized_multiplier_array(np.array(xs, np.int64), multiplier, shift)
+    assert got.tolist() == [fp.multiply_by_quantized_multiplier(x, multiplier, shift) for x in xs]
+
+
+@given(st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**31 - 1), st.integers(-31, 30))
+def test_tflm_requantize_equals_cmsis_nn_requantize(x, multiplier, shift):
+    """TFLM's MultiplyByQuantizedMultiplier (gemmlowp) and CMSIS-NN's arm_nn_requantize (kernels_py)
+    round the same way (DESIGN.md, Numerics)."""
+    from kernels_py.fixedpoint import requantize
+
+    assert fp.multiply_by_quantized_multiplier(x, multiplier, shift) == requantize(x, multiplier, shift)
