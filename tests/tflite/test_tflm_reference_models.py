@@ -9,11 +9,14 @@ import pytest
 from hypothesis import event, given, note
 from hypothesis import strategies as st
 
+from kernels_py.tflm import reduce as rd
+from kernels_py.tflm import slicing as sl
 from refsim.errors import RefsimError, UnsupportedError
 from refsim.runtime.program import Program
 from refsim.tflite import schema as s
 from refsim.tflite.writer import ModelBuilder, write_model
 from tests.tflite.test_tflm_activations import scales, zero_points
+from tests.tflite.test_tflm_reduce_slicing import _slice_params
 from tests.tflite.tflm_oracle import NP_OF, T, build_single_op, requires_wheel, run_model
 
 B = s.BuiltinOperator
@@ -43,15 +46,19 @@ def compare_every_tensor(data: bytes, inputs: list[np.ndarray], n_outputs: int =
         value = method.values[i]
         if program.file.file.constant_data(t) is not None and i not in graph.inputs:
             continue
-        mine = np.ascontiguousarray(value.logical)
+        mine = np.array(value.logical, order="C")  # (ascontiguousarray would make a 0-d tensor 1-d)
         theirs = expected.tensor(i)
         assert mine.shape == theirs.shape, (i, mine.shape, theirs.shape)
         np.testing.assert_array_equal(
-            mine.view(np.uint8), theirs.view(np.uint8), err_msg=f"tensor {i} ({t.name})"
+            mine.reshape(-1).view(np.uint8),
+            theirs.reshape(-1).view(np.uint8),
+            err_msg=f"tensor {i} ({t.name})",
         )
         compared += 1
     for k, out in enumerate(outputs):
-        np.testing.assert_array_equal(out.view(np.uint8), expected.outputs[k].view(np.uint8))
+        np.testing.assert_array_equal(
+            out.reshape(-1).view(np.uint8), expected.outputs[k].reshape(-1).view(np.uint8)
+        )
     return compared
 
 
@@ -298,3 +305,59 @@ def test_strided_slice_options_tflm_ignores(option):
     method = Program.load(data).method("forward")
     reasons = [str(d) for call in method.calls for d in call.args.divergences]
     assert any(option in r for r in reasons), reasons
+
+
+@requires_wheel
+@given(st.data())
+def test_drawn_slicing_chain(data):
+    """QUANTIZE -> STRIDED_SLICE -> CONCATENATION (with itself) -> MEAN -> DEQUANTIZE over drawn
+    shapes, slices, axes and quantization, every tensor compared."""
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=4)))
+    p = _slice_params(data, shape)
+    sliced = sl.strided_slice_output_shape(p, shape)
+    written = int(np.prod([len(r) for r in sl.strided_slice_ranges(p, shape)]))
+    if written != int(np.prod(sliced)) or written == 0 or not sliced:
+        event("slice refused (partial or empty)")
+        return
+    rank = len(sliced)
+    cat_axis = data.draw(st.integers(-rank, rank - 1))
+    cat_shape = list(sliced)
+    cat_shape[cat_axis] *= 2
+    axes = data.draw(st.lists(st.integers(-rank, rank - 1), min_size=1, max_size=3))
+    keep = data.draw(st.booleans())
+    resolved = rd.resolve_axis(rank, axes)
+    mean_shape = rd.mean_shape(tuple(cat_shape), resolved, keep)
+    q = (data.draw(scales(-8, 0)), data.draw(zero_points))
+    mq = (data.draw(scales(-8, 0)), data.draw(zero_points))
+
+    b = ModelBuilder()
+    x = b.tensor(shape, F32)
+    h = b.tensor(shape, I8, scale=q[0], zero_point=q[1])
+    b.op(B.QUANTIZE, [x], [h])
+    consts = [b.tensor((len(shape),), I32, data=np.array(v, np.int32)) for v in (p.begin, p.end, p.strides)]
+    s1 = b.tensor(sliced, I8, scale=q[0], zero_point=q[1])
+    b.op(
+        B.STRIDED_SLICE,
+        [h, *consts],
+        [s1],
+        begin_mask=p.begin_mask,
+        end_mask=p.end_mask,
+        shrink_axis_mask=p.shrink_axis_mask,
+    )
+    c = b.tensor(tuple(cat_shape), I8, scale=q[0], zero_point=q[1])
+    b.op(B.CONCATENATION, [s1, s1], [c], axis=cat_axis)
+    ax = b.tensor((len(axes),), I32, data=np.array(axes, np.int32))
+    mn = b.tensor(mean_shape, I8, scale=mq[0], zero_point=mq[1])
+    b.op(B.MEAN, [c, ax], [mn], keep_dims=keep)
+    y = b.tensor(mean_shape, F32)
+    b.op(B.DEQUANTIZE, [mn], [y])
+    blob = write_model(b.build([x], [y]))
+    note(f"{shape} {p} -> {sliced}, cat {cat_axis}, mean {axes} keep {keep}")
+    try:
+        Program.load(blob).method("forward")
+    except RefsimError as exc:
+        note(f"refused: {exc}")
+        event("refused by refsim")
+        return
+    assert compare_every_tensor(blob, [rng.normal(0, 2, shape).astype(np.float32)]) == 6
+    event("compared")
