@@ -19,7 +19,7 @@ from kernels_py.tflm import activations as act
 from kernels_py.tflm import fixedpoint as fp
 from kernels_py.tflm.quantize import lookup
 from refsim.tflite import schema as s
-from tests.tflite.tflm_oracle import Rejected, T, requires_wheel, run_single_op
+from tests.tflite.tflm_wheel import Rejected, T, requires_wheel, run_single_op
 
 B = s.BuiltinOperator
 ALL_BYTES = np.arange(-128, 128, dtype=np.int8)

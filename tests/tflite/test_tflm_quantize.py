@@ -11,7 +11,7 @@ from kernels_py.tflm import fixedpoint as fp
 from kernels_py.tflm import quantize as q
 from refsim.tflite import schema as s
 from tests.tflite.test_tflm_activations import ALL_BYTES, scales, zero_points
-from tests.tflite.tflm_oracle import T, requires_wheel, run_single_op
+from tests.tflite.tflm_wheel import T, requires_wheel, run_single_op
 
 B = s.BuiltinOperator
 F32, I8 = s.TensorType.FLOAT32, s.TensorType.INT8

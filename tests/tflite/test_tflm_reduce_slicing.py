@@ -12,7 +12,7 @@ from kernels_py.tflm import reduce as r
 from kernels_py.tflm import slicing as sl
 from refsim.tflite import schema as s
 from tests.tflite.test_tflm_activations import scales, zero_points
-from tests.tflite.tflm_oracle import Rejected, T, requires_wheel, run_single_op
+from tests.tflite.tflm_wheel import Rejected, T, requires_wheel, run_single_op
 
 B = s.BuiltinOperator
 I8, I32 = s.TensorType.INT8, s.TensorType.INT32

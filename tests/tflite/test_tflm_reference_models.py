@@ -17,7 +17,7 @@ from refsim.tflite import schema as s
 from refsim.tflite.writer import ModelBuilder, write_model
 from tests.tflite.test_tflm_activations import scales, zero_points
 from tests.tflite.test_tflm_reduce_slicing import _slice_params
-from tests.tflite.tflm_oracle import NP_OF, T, build_single_op, requires_wheel, run_model
+from tests.tflite.tflm_wheel import NP_OF, T, build_single_op, requires_wheel, run_model
 
 B = s.BuiltinOperator
 I8, F32, I32, I16 = s.TensorType.INT8, s.TensorType.FLOAT32, s.TensorType.INT32, s.TensorType.INT16

@@ -11,7 +11,7 @@ from refsim.ops.registry import Args, OpError, lookup
 from refsim.pte import model as m
 from refsim.runtime.tensor import TensorRef
 from refsim.tflite import schema as s
-from tests.tflite.tflm_oracle import T, requires_wheel, run_single_op
+from tests.tflite.tflm_wheel import T, requires_wheel, run_single_op
 
 B = s.BuiltinOperator
 I8, F32, I32 = s.TensorType.INT8, s.TensorType.FLOAT32, s.TensorType.INT32
