@@ -11,9 +11,11 @@
 AffineQuantize computes ``(int32_t)roundf(x / (float)scale) + zero_point`` and clamps. The
 float -> int32 conversion of a value outside int32 (or NaN) is undefined in C++; Cortex-M's
 ``VCVT.S32.F32`` (and libgcc's ``__aeabi_f2iz`` on cores without an FPU) saturate and send NaN
-to 0, which is what `quantize_float` computes (the x86-64 ``cvttss2si`` of the tflite-micro
-wheel gives INT32_MIN instead: the two builds differ there, only for ``|x / scale| >= 2^31`` or
-NaN). The zero-point add is an int32 add and wraps.
+to 0, which is what `quantize_float` computes — measured equal on cortex-m3, cortex-m4 (soft and
+hard float) and cortex-m55 under QEMU, infinities, NaN and values beyond 2^31 included
+(benchmarks/tflm_reference_device.py). The x86-64 ``cvttss2si`` of the tflite-micro wheel gives
+INT32_MIN instead: the two TFLM builds differ there, only for ``|x / scale| >= 2^31`` or NaN.
+The zero-point add is an int32 add and wraps.
 """
 
 from __future__ import annotations
