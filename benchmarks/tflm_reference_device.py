@@ -130,8 +130,7 @@ def _reference_tables(s) -> dict[str, np.ndarray | None]:
     p = act.relu_params(in_scale, in_zp, out_scale, out_zp)
     if p.output_shift <= 30:
         tables["relu"] = act.relu_table(p)
-    with contextlib.suppress(ValueError):
-        tables["relu6"] = act.relu6_table(*act.relu6_bounds(in_scale, in_zp))
+    tables["relu6"] = act.relu6_table(*act.relu6_bounds(in_scale, in_zp))
     try:
         sp = act.sigmoid_params(in_scale, in_zp)
         tables["logistic"], tables["tanh"] = act.logistic_table(sp), act.tanh_table(sp)

@@ -179,7 +179,7 @@ def relu6(a: Args) -> None:
 @relu6.validator
 def _validate_relu6(a: Args) -> None:
     in_scale, in_zp, out_scale, out_zp = _int8_pair(a)
-    zero, six = _prepare(a, act.relu6_bounds, in_scale, in_zp)
+    zero, six = act.relu6_bounds(in_scale, in_zp)
     if (in_scale, in_zp) != (out_scale, out_zp):
         _ignored(
             a,
