@@ -245,8 +245,9 @@ class LoweredModel:
 
     def constant_data(self, tensor: pm.Tensor) -> np.ndarray:
         """A constant's data in memory order (as `refsim.pte.ProgramFile.constant_data`)."""
-        array = self.arrays[tensor.data_buffer_idx - 1]
-        return array.reshape(tensor.storage_shape)
+        view = self.arrays[tensor.data_buffer_idx - 1].reshape(tensor.storage_shape)
+        view.flags.writeable = False  # constants are read-only, as the file's are
+        return view
 
     def constants(self) -> list[memoryview]:
         """Constant blobs indexed by data_buffer_idx, entry 0 empty (as `ProgramFile.constants`)."""
