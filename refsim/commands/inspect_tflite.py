@@ -13,12 +13,13 @@ from refsim.errors import RefsimError, UnsupportedError
 
 def inspect_tflite(model: Path, json_path: Path | None, memory: bool, plot_memory: Path | None) -> None:
     from refsim.tflite import load_model
-    from refsim.tflite.describe import changed_options, describe
+    from refsim.tflite.describe import changed_options, describe, execution
 
     if memory or plot_memory is not None:
         raise UnsupportedError("--memory and --plot-memory are not implemented for a .tflite model yet")
     mf = load_model(model)
     report = describe(mf, str(model))
+    report["execution"] = execution(mf)
     if json_path is not None and str(json_path) == "-":
         print(json.dumps(report, indent=2))
         return

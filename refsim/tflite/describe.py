@@ -93,7 +93,6 @@ def describe(mf: ModelFile, path: str) -> dict:
         "metadata": [e.name for e in model.metadata],
         "signature_defs": [d.signature_key for d in model.signature_defs],
         "subgraphs": [],
-        "execution": execution(mf),
     }
     for i, g in enumerate(model.subgraphs):
         ops = [
