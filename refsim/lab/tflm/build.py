@@ -35,8 +35,8 @@ Sources (never in refsim): ``REFSIM_TFLM_REPO`` a tflite-micro tree, ``CMSIS_NN_
 at the commit TFLM pins (ext_libs/cmsis_nn_download.sh), ``TFLM_DOWNLOADS_DIR`` a directory laid
 out as TFLM's ``tools/make/downloads`` (flatbuffers/ at v25.9.23 with TFLM's flatbuffers.patch,
 gemmlowp/, ruy/, cmsis/ = CMSIS_6: third_party_downloads.inc and ext_libs/cmsis_download.sh name
-the commits); it defaults to that directory inside REFSIM_TFLM_REPO. Each tree's revision is
-read from a ``REVISION`` file at its root when there is one (for the provenance).
+the commits); it defaults to that directory inside REFSIM_TFLM_REPO. Each tree's revision (for
+the provenance): :meth:`Sources.revisions`.
 """
 
 from __future__ import annotations
@@ -213,14 +213,21 @@ class Sources:
         return self
 
     def revisions(self) -> dict[str, str]:
-        """Each tree's revision: its REVISION file, else the git HEAD, else "unrecorded"."""
+        """Each tree's revision: for TFLM and CMSIS-NN the environment's REFSIM_TFLM_REVISION /
+        CMSIS_NN_REVISION when set (for an extracted tree without git), else a REVISION file at
+        the tree's root, else its git HEAD, else "unrecorded"."""
         out = {}
+        for name, env in (("tflm", "REFSIM_TFLM_REVISION"), ("cmsis_nn", "CMSIS_NN_REVISION")):
+            if os.environ.get(env):
+                out[name] = os.environ[env]
         trees = {
             "tflm": self.tflm,
             "cmsis_nn": self.cmsis_nn,
             **{name: self.downloads / name for name in ("flatbuffers", "gemmlowp", "ruy", "cmsis")},
         }
         for name, path in trees.items():
+            if name in out:
+                continue
             stamp = path / "REVISION"
             if stamp.is_file():
                 out[name] = stamp.read_text().strip()
@@ -332,7 +339,8 @@ class TflmObjects:
 
 def tflm_objects(core: str, sources: Sources, build: Path, ops: Sequence[str]) -> TflmObjects:
     """TFLM's core, the kernels of ``ops`` and CMSIS-NN compiled for ``core`` into ``build``
-    (reused when already there: the object directory is named by a hash of flags and trees)."""
+    (reused when already there: the object directory is named by a hash of the flags, the trees'
+    paths and the compiler's)."""
     from refsim.qemu.cores import get_core
 
     if core not in TARGETS:
@@ -340,7 +348,7 @@ def tflm_objects(core: str, sources: Sources, build: Path, ops: Sequence[str]) -
     gxx, gcc = tool("arm-none-eabi-g++"), tool("arm-none-eabi-gcc")
     includes = sources.includes()
     digest = hashlib.sha256(
-        "\0".join([*cxx_flags(core), *c_flags(core), *includes, str(sources.revisions())]).encode()
+        "\0".join([*cxx_flags(core), *c_flags(core), *includes, tool("arm-none-eabi-g++")]).encode()
     ).hexdigest()[:12]
     objdir = build / f"tflm-{core}-{digest}"
     groups = {}

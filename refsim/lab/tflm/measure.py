@@ -21,7 +21,8 @@ with COMMON) and ``parts`` (flash = text + rodata + data), each section counted 
 comes from: ``model`` (the .tflite array), ``interpreter`` (TFLM's core objects and TFLite's
 shared sources: the flatbuffer parsing of every op's options included), ``kernels`` per op (the
 op's TFLM kernel sources; ``shared`` the kernel helpers kernel_util.cc / micro_tensor_utils.cc),
-``cmsis_nn`` per function (the section's symbol), ``other`` (newlib, libgcc, libstdc++, the
+``cmsis_nn`` per function (the section's symbol; "<file>.c (.rodata)" for a section named
+for none), ``other`` (newlib, libgcc, libstdc++, the
 application, startup and semihosting). A function inlined from a header and emitted by several
 objects (a COMDAT section) counts in the one the linker kept: the first in link order (the
 application, the interpreter core, the kernels, CMSIS-NN). ``elf_flash_bytes`` is the ELF's
@@ -294,6 +295,8 @@ def flash_split(map_file: Path, objs: tb.TflmObjects, ops: Sequence[str]) -> dic
             parts["kernels"][op] = parts["kernels"].get(op, 0) + s.size
         elif s.origin in cmsis:
             fn = _symbol(s.name)
+            if fn == s.name:  # a section named for no symbol (an MVE object's constant pool)
+                fn = f"{Path(s.origin).name.rsplit('__', 1)[-1].removesuffix('.o')} ({s.name})"
             parts["cmsis_nn"][fn] = parts["cmsis_nn"].get(fn, 0) + s.size
         else:
             parts["other"] += s.size
@@ -419,6 +422,12 @@ def provenance(sources: tb.Sources, command: str) -> dict:
         "arena": f"16-byte-aligned arena start; arena_used_bytes() after AllocateTensors with {GENEROUS_ARENA} "
         "bytes; arena_min_bytes: the smallest size (bytes) for which AllocateTensors returns kTfLiteOk, by "
         "bisection, Invoke at that size giving the same outputs",
+        "invoke": "per model, an image whose ops' invoke functions are wrapped in counting-window moves "
+        "(harness/measure.cpp, RS_TFLM_WINDOWS); instructions from QEMU's counting plugin, cycles "
+        "instruction-timed by refsim.qemu.timing.time_elf on the core's ideal system (no wait states); an op's "
+        "window holds its invoke plus the wrapper's call (about 4 instructions), 'after' TFLM's own loop "
+        "(ResetTempAllocations, the next node) up to the next op or Invoke's return; invoke_entry: Invoke's entry "
+        "up to op 0",
         "input_seed": f"numpy.random.default_rng({SEED}).integers(-128, 128, input shape, int8) per model",
         "date": datetime.date.today().isoformat(),
         "command": command,
@@ -433,18 +442,23 @@ def measure_all(
     build: Path,
     cores: Sequence[str] = CORES,
     *,
+    arena: bool = True,
     flash: bool = True,
     invoke: bool = False,
     command: str = "",
 ) -> tuple[dict, dict]:
-    """The data file's content and per model the fixture arrays (input, per core output)."""
+    """The data file's content and per model the fixture arrays (input, per core output);
+    ``flash`` needs ``arena`` (each firmware's arena is the measured minimum)."""
     ops_all = _union_ops(models)
     data: dict = {"provenance": provenance(sources, command), "arena": {}, "flash": {}}
     fixtures: dict = {m.name: {"input": model_input(m), "seed": np.int64(SEED)} for m in models}
     checks: dict = {}
+    if flash and not arena:
+        raise TflmMeasureError("TFLM lab: the flash firmware needs the arena measurement")
     for core in cores:
         print(f"[tflm] {core}: measure image", file=sys.stderr, flush=True)
-        for model, r in zip(models, measure_core(core, sources, models, build), strict=True):
+        measured = measure_core(core, sources, models, build) if arena else []
+        for model, r in zip(models, measured, strict=False):
             data["arena"].setdefault(model.name, {})[core] = {
                 "arena_used_bytes": r["arena_used_bytes"],
                 "arena_min_bytes": r["arena_min_bytes"],
@@ -463,17 +477,57 @@ def measure_all(
             print(f"[tflm] {core}: invoke counts", file=sys.stderr, flush=True)
             for name, entry in measure_invoke(core, sources, models, build).items():
                 data.setdefault("invoke", {}).setdefault(name, {})[core] = entry
-    data["checks"] = checks
+    if checks:
+        data["checks"] = checks
+    if not arena:
+        del data["arena"], data["flash"]
+        fixtures = {}
     return data, fixtures
 
 
-def write_fixtures(fixtures: dict, out: Path) -> list[Path]:
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with every measured part of ``new`` in place of its own; ``new``'s run is listed
+    in the provenance's ``later_runs``."""
+    out = {**old, **{k: v for k, v in new.items() if k != "provenance"}}
+    prov = dict(old["provenance"])
+    runs = list(prov.get("later_runs", []))
+    later = new["provenance"]
+    runs.append({"date": later["date"], "command": later["command"], "sources": later["sources"],
+                 "compiler": later["compiler"], "measured": sorted(k for k in new if k != "provenance")})  # fmt: skip
+    prov["later_runs"] = runs
+    out["provenance"] = prov
+    return out
+
+
+def write_fixtures(fixtures: dict, out: Path, provenance: dict) -> list[Path]:
+    """Per model ``<stem>.npz`` (``input``, ``seed``, ``output<i>_<core>``) and a README.md
+    naming where they come from."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    rows = []
     for name, arrays in fixtures.items():
         path = out / f"{Path(name).stem}.npz"
         np.savez_compressed(path, **arrays)
         written.append(path)
+        outputs = ", ".join(f"`{k}` {v.shape}" for k, v in arrays.items() if k.startswith("output"))
+        rows.append(f"| `{path.name}` | `{name}` | `input` {arrays['input'].shape} | {outputs} |")
+    flags = provenance["flags"]
+    (out / "README.md").write_text(
+        "# TFLM + CMSIS-NN on Cortex-M under QEMU: outputs for a fixed input\n\n"
+        "Generated by `refsim/lab/tflm/measure.py` (do not edit): TensorFlow Lite Micro's own\n"
+        "MicroInterpreter, built from source with the CMSIS-NN it pins, run under QEMU on each core's\n"
+        "board, Invoke on the seeded input of each MLPerf Tiny reference model (`../`). For checking\n"
+        "refsim's execution of a `.tflite` bit-exactly against the real TFLM on Cortex-M.\n\n"
+        "| file | model | input | outputs (int8, flattened, per core) |\n|---|---|---|---|\n"
+        + "\n".join(rows)
+        + "\n\n## Provenance\n\n"
+        f"- input: {provenance['input_seed']}; the seed is stored as `seed`\n"
+        + "".join(f"- {k}: {v}\n" for k, v in provenance["sources"].items())
+        + f"- compiler: {provenance['compiler']}\n- QEMU: {provenance['qemu']}\n"
+        f"- build: {provenance['tflm_build']}; optimisation {flags['optimization']}\n"
+        f"- flags per core: see `provenance.flags` of refsim/memory/tflm_measured.json\n"
+        f"- date: {provenance['date']}\n- command: `{provenance['command']}`\n"
+    )
     return written
 
 
@@ -490,7 +544,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--build", default=None, help="build directory (default: a temporary one)")
     parser.add_argument("--out", required=True, help="the JSON data file to write")
     parser.add_argument("--fixtures", help="directory for the .npz input/output fixtures")
+    parser.add_argument("--no-arena", action="store_true", help="skip the arena (and flash) measurement")
     parser.add_argument("--no-flash", action="store_true")
+    parser.add_argument(
+        "--merge", action="store_true", help="update --out in place with what this run measures"
+    )
     parser.add_argument("--invoke", action="store_true", help="also per-op Invoke instruction counts")
     args = parser.parse_args(argv)
     import os
@@ -511,14 +569,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         build = Path(args.build) if args.build else Path(tempfile.mkdtemp(prefix="refsim-tflm-build-"))
         command = "python -m refsim.lab.tflm.measure " + " ".join(argv if argv is not None else sys.argv[1:])
         data, fixtures = measure_all(
-            sources, models, build, args.cores, flash=not args.no_flash, invoke=args.invoke, command=command
-        )
+            sources, models, build, args.cores, arena=not args.no_arena,
+            flash=not (args.no_flash or args.no_arena), invoke=args.invoke, command=command,
+        )  # fmt: skip
     except LabError as error:
         print(f"refsim: error: {error}", file=sys.stderr)
         return 2
-    Path(args.out).write_text(json.dumps(data, indent=1) + "\n")
-    if args.fixtures:
-        write_fixtures(fixtures, Path(args.fixtures))
+    out = Path(args.out)
+    if args.merge and out.is_file():
+        data = merge(json.loads(out.read_text()), data)
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    if args.fixtures and fixtures:
+        write_fixtures(fixtures, Path(args.fixtures), data["provenance"])
     return 0
 
 
