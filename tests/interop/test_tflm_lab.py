@@ -74,6 +74,9 @@ def test_flash_parts_add_up_to_the_linked_sections():
             assert all(not fn.startswith(".") for fn in p["cmsis_nn"]), (model, core)
             assert entry["arena_bytes"] >= DATA["arena"][model][core]["arena_min_bytes"]
             assert s["bss"] >= entry["arena_bytes"], (model, core)
+            sizes = entry["objects_outside_arena"]
+            assert set(sizes) == {"MicroInterpreter", "MicroMutableOpResolver"}, (model, core)
+            assert all(v > 0 for v in sizes.values()), (model, core)
 
 
 def test_provenance_names_the_trees_tools_and_flags():
@@ -170,4 +173,5 @@ def test_one_model_on_one_core_reproduces_the_flash_split(build_dir):
     got = tm.measure_flash(CORE, sources, MODELS_DIR / MODEL, entry["arena_bytes"], build_dir, ops_all)
     assert got["sections"] == entry["sections"]
     assert got["parts"] == entry["parts"]
+    assert got["objects_outside_arena"] == entry["objects_outside_arena"]
     shutil.rmtree(build_dir / f"flash-{CORE}-{Path(MODEL).stem}", ignore_errors=True)
