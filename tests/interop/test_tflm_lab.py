@@ -175,3 +175,12 @@ def test_one_model_on_one_core_reproduces_the_flash_split(build_dir):
     assert got["parts"] == entry["parts"]
     assert got["objects_outside_arena"] == entry["objects_outside_arena"]
     shutil.rmtree(build_dir / f"flash-{CORE}-{Path(MODEL).stem}", ignore_errors=True)
+
+
+def test_cli_without_sources_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
+    for name in ("REFSIM_TFLM_REPO", "CMSIS_NN_DIR", "TFLM_DOWNLOADS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert tm.main(["--out", str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refsim: error: TFLM lab: set REFSIM_TFLM_REPO") and err.count("\n") == 1
+    assert not (tmp_path / "out.json").exists()
