@@ -376,3 +376,43 @@ def _validate_concatenation(a: Args) -> None:
     if total != a.out.sizes[axis]:
         raise a.error("out", f"size {total} on axis {axis} (the inputs' sum)", a.out.sizes[axis])
     a.state = axis
+
+
+# --- cost hooks ---------------------------------------------------------------------------------------
+# The byte moves are priced as copies; TFLM's integer and float reference loops have no
+# calibration yet (measuring TFLM's reference kernels per core under QEMU is issue 15 item 5), so
+# they say so rather than guess.
+
+
+def _no_estimate(a: Args, tier: str) -> list:
+    from isa_models.cortex_m.program import NoEstimate
+
+    return [NoEstimate(f"{a.op}: TFLM's reference kernel is not calibrated yet (issue 15, item 5)")]
+
+
+def _copy_cost(a: Args, tier: str) -> list:
+    from isa_models.cortex_m.program import CopyWork
+
+    return [CopyWork(int(a.out.meta.nbytes))]
+
+
+def _concatenation_cost(a: Args, tier: str) -> list:
+    from isa_models.cortex_m.program import CopyWork
+
+    outer = math.prod(a.out.sizes[: a.state]) if a.state is not None else 1
+    return [CopyWork(int(a.out.meta.nbytes), runs=max(1, outer * len(a.inputs)))]
+
+
+def _strided_slice_cost(a: Args, tier: str) -> list:
+    from isa_models.cortex_m.program import CopyWork
+
+    numel = int(a.out.meta.numel)
+    inner = len(a.state[-1].reshape(-1)) if a.state is not None and a.strides[-1] == 1 else 1
+    return [CopyWork(int(a.out.meta.nbytes), runs=max(1, numel // max(inner, 1)))]
+
+
+for _op in (quantize, dequantize, relu, relu6, logistic, tanh, hard_swish, mean):
+    _op.cost = _no_estimate
+squeeze.cost = _copy_cost
+concatenation.cost = _concatenation_cost
+strided_slice.cost = _strided_slice_cost
