@@ -46,14 +46,20 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def tflite_round(x: float) -> float:
-    """``TfLiteRound`` (``std::round``): half away from zero, on a double."""
+    """``TfLiteRound`` (``std::round``): half away from zero, on a double (infinities and NaN
+    unchanged)."""
+    if not math.isfinite(x):
+        return x
     return math.copysign(math.floor(abs(x) + 0.5), x)
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:
     """``QuantizeMultiplier(double)``: ``(q, e) = frexp(real)``, ``q_fixed = round(q * 2^31)``; a
     ``q_fixed`` of 2^31 halves and bumps the shift; a shift below -31 flushes to ``(0, 0)``. No
-    saturation above 30 (that is the single-rounding build only). Positive shift = left."""
+    saturation above 30 (that is the single-rounding build only). Positive shift = left.
+    Raises ValueError for an infinite or NaN ``real`` (``frexp``'s exponent is then unspecified)."""
+    if not math.isfinite(real):
+        raise ValueError(f"real multiplier {real} is not finite (a scale quotient overflowed)")
     if real == 0.0:
         return 0, 0
     q, shift = math.frexp(real)

@@ -128,7 +128,7 @@ def _validate_quantize(a: Args) -> None:
         a.state = (out_scale, out_zp)
         return
     in_scale, in_zp = _scale(a, "input_scale"), _zero_point(a, "input_zero_point")
-    m, s = qz.requantize_params(in_scale, out_scale)
+    m, s = _prepare(a, qz.requantize_params, in_scale, out_scale)
     _shift(a, "input_scale/output_scale", s)
     a.state = qz.requantize_table(m, s, in_zp, out_zp)
 
@@ -163,7 +163,7 @@ def relu(a: Args) -> None:
 
 @relu.validator
 def _validate_relu(a: Args) -> None:
-    p = act.relu_params(*_int8_pair(a))
+    p = _prepare(a, act.relu_params, *_int8_pair(a))
     _shift(a, "input_scale/output_scale", p.output_shift)
     a.state = act.relu_table(p)
 
@@ -264,7 +264,7 @@ def _validate_mean(a: Args) -> None:
     expected = rd.mean_shape(a.input.sizes, axes, bool(a.keep_dims))
     if int(np.prod(expected)) != a.out.meta.numel:
         raise a.error("out", f"{int(np.prod(expected))} elements (sizes {list(expected)})", list(a.out.sizes))
-    m, s = rd.mean_params(in_scale, out_scale)
+    m, s = _prepare(a, rd.mean_params, in_scale, out_scale)
     n = int(np.prod([a.input.sizes[d] for d in axes]))
     if a.input.meta.numel:
         _shift(a, "input_scale/output_scale", rd.mean_output_params(m, s, n)[1])

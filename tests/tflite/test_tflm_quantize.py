@@ -95,3 +95,20 @@ def test_tflm_requantize_equals_cmsis_nn_requantize(x, multiplier, shift):
     from kernels_py.fixedpoint import requantize
 
     assert fp.multiply_by_quantized_multiplier(x, multiplier, shift) == requantize(x, multiplier, shift)
+
+
+def test_non_finite_scale_quotients_are_refused_not_crashed():
+    import math
+
+    import pytest
+
+    assert math.isinf(fp.tflite_round(math.inf))
+    with pytest.raises(ValueError, match="not finite"):
+        fp.quantize_multiplier(math.inf)
+    # a float32 denormal output scale: QUANTIZE's double quotient is finite (a shift the op refuses) ...
+    assert q.requantize_params(1.0, 1e-45)[1] > 30
+    # ... but RELU's quotient is float32 and overflows
+    from kernels_py.tflm import activations as act
+
+    with pytest.raises(ValueError, match="not finite"):
+        act.relu_params(1.0, 0, 1e-45, 0)
