@@ -57,7 +57,8 @@ def relu_params(
 ) -> ReluParams:
     """``CalculateReluOpData<int8_t>``: ``QuantizeMultiplier((double)(in_scale / out_scale))`` with
     a float32 quotient; ``act_min = max(-128, out_zp + (int)roundf(0.0f / out_scale))``."""
-    real = float(np.float32(input_scale) / np.float32(output_scale))
+    with np.errstate(over="ignore"):  # an overflow is inf, as in C; QuantizeMultiplier refuses it
+        real = float(np.float32(input_scale) / np.float32(output_scale))
     m, s = fp.quantize_multiplier(real)
     return ReluParams(input_zero_point, output_zero_point, m, s, max(INT8_MIN, output_zero_point), INT8_MAX)
 
@@ -77,7 +78,8 @@ def relu_table(p: ReluParams) -> np.ndarray:
 def float_to_quantized_int32(value: float, scale: float, zero_point: int) -> float:
     """``round(value / scale) + zero_point`` of ``FloatToQuantizedType`` (micro_utils.h) before its
     int32 conversion: a float32 quotient rounded half away from zero, in double."""
-    quotient = float(np.float32(value) / np.float32(scale))
+    with np.errstate(over="ignore"):
+        quotient = float(np.float32(value) / np.float32(scale))
     return fp.tflite_round(quotient) + zero_point
 
 
@@ -196,14 +198,16 @@ def hard_swish_params(
     Raises ValueError where TFLM's Prepare fails (``output_multiplier_exponent > 0``) or its
     arithmetic is undefined (a reluish left shift of 32 or more: ``1 << amount``)."""
     f32 = np.float32
-    hires = f32(1.0 / 128.0) * f32(input_scale)
-    om, oe = fp.quantize_multiplier(float(hires / f32(output_scale)))
+    with np.errstate(over="ignore", under="ignore"):
+        hires = f32(1.0 / 128.0) * f32(input_scale)
+        output_real, reluish_real = float(hires / f32(output_scale)), float(hires / f32(3.0 / 32768.0))
+    om, oe = fp.quantize_multiplier(output_real)
     if oe > 0:
         raise ValueError(
             f"output_multiplier_exponent {oe} > 0 (input scale / 128 over the output scale is 1 or more): "
             "TFLM's HardSwishPrepare fails"
         )
-    rm, re = fp.quantize_multiplier(float(hires / f32(3.0 / 32768.0)))
+    rm, re = fp.quantize_multiplier(reluish_real)
     if re > 31:
         raise ValueError(f"reluish_multiplier_exponent {re} > 31: TFLM's 1 << (exponent - 1) is undefined")
     return HardSwishParams(
