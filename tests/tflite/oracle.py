@@ -30,7 +30,12 @@ pytest.importorskip(
 _pool: ProcessPoolExecutor | None = None
 
 
-def tflm_run(data: bytes, inputs: Sequence[np.ndarray], tensors: Sequence[int]):
+def tflm_run(
+    data: bytes,
+    inputs: Sequence[np.ndarray],
+    tensors: Sequence[int],
+    arena_size: int = tflm_worker.ARENA_BYTES,
+):
     """TFLM's ``({tensor: array}, [outputs])`` after one Invoke (tflm_worker.run), in the worker
     process; a worker that died is replaced once, and a second death is the model's failure."""
     global _pool
@@ -38,7 +43,8 @@ def tflm_run(data: bytes, inputs: Sequence[np.ndarray], tensors: Sequence[int]):
         if _pool is None:
             _pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
         try:
-            return _pool.submit(tflm_worker.run, bytes(data), list(inputs), list(tensors)).result()
+            job = _pool.submit(tflm_worker.run, bytes(data), list(inputs), list(tensors), arena_size)
+            return job.result()
         except BrokenProcessPool:
             _pool = None
             if attempt:

@@ -72,12 +72,11 @@ class T:
 class Run:
     model: bytes
     outputs: list[np.ndarray] = field(default_factory=list)
-    interpreter: object = None
+    tensors: dict[int, np.ndarray] = field(default_factory=dict)
 
     def tensor(self, index: int) -> np.ndarray:
         """Tensor ``index`` of subgraph 0 as TFLM holds it after the run."""
-        d = self.interpreter.GetTensor(index, 0)
-        return np.array(d["tensor_data"]).reshape(d["shape"])
+        return self.tensors[index]
 
 
 def build_single_op(
@@ -99,21 +98,19 @@ def build_single_op(
 def run_model(
     data: bytes, inputs: Sequence[np.ndarray], n_outputs: int = 1, arena_size: int = 1 << 20
 ) -> Run:
-    """Run ``data`` once with ``inputs``; returns its ``n_outputs`` outputs."""
-    runtime = tflm_runtime()
+    """Run ``data`` once with ``inputs``; returns its ``n_outputs`` outputs and every tensor.
+
+    The wheel runs in the oracle's spawned process (tests/tflite/tflm_worker.py says why)."""
+    from refsim.tflite import load_model
+    from tests.tflite.oracle import tflm_run
+
+    tflm_runtime()
+    n_tensors = len(load_model(data).model.subgraphs[0].tensors)
     try:
-        it = runtime.Interpreter.from_bytes(
-            data, arena_size=arena_size, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors
-        )
+        tensors, outputs = tflm_run(data, inputs, range(n_tensors), arena_size=arena_size)
     except RuntimeError as exc:
         raise Rejected(str(exc)) from None
-    for k, x in enumerate(inputs):
-        it.set_input(x, k)
-    it.invoke()
-    run = Run(data)
-    run.outputs = [np.array(it.get_output(k)) for k in range(n_outputs)]
-    run.interpreter = it
-    return run
+    return Run(data, outputs[:n_outputs], tensors)
 
 
 def run_single_op(

@@ -16,13 +16,14 @@ ARENA_BYTES = 8 << 20
 
 
 def run(
-    data: bytes, inputs: list[np.ndarray], tensors: list[int]
+    data: bytes, inputs: list[np.ndarray], tensors: list[int], arena_size: int = ARENA_BYTES
 ) -> tuple[dict[int, np.ndarray], list[np.ndarray]]:
-    """One Invoke of ``data`` on ``inputs``: copies of tensors ``tensors`` and of the outputs."""
+    """One Invoke of ``data`` on ``inputs``: copies of tensors ``tensors`` and of the outputs.
+    A model TFLM refuses raises the wheel's RuntimeError (it reaches the caller pickled)."""
     from tflite_micro.python.tflite_micro import runtime
 
     it = runtime.Interpreter.from_bytes(
-        data, arena_size=ARENA_BYTES, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors
+        data, arena_size=arena_size, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors
     )
     for k, x in enumerate(inputs):
         it.set_input(x, k)
