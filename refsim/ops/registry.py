@@ -133,6 +133,7 @@ OP_MODULES = (
     "cortex_m_misc",
     "portable",
     "portable_float",
+    "tflm_float",
 )
 
 
