@@ -133,6 +133,8 @@ OP_MODULES = (
     "cortex_m_misc",
     "portable",
     "portable_float",
+    "tflm_cmsis_nn",
+    "tflm_reference",
     "tflm_float",
 )
 

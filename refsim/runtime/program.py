@@ -305,21 +305,10 @@ class Method:
         return [v.logical.copy() if isinstance(v, TensorRef) else v for v in outputs]
 
 
-def _refuse_tflite(source: str | os.PathLike | bytes) -> None:
-    """A .tflite (told by its identifier) is validated, then refused: running one is issue 15's
-    next step. A corrupt one gets its ModelError, not this."""
-    from refsim.tflite import load_model
-
-    load_model(source)
-    where = f"{os.fspath(source)}: " if isinstance(source, str | os.PathLike) else ""
-    raise UnsupportedError(
-        f"{where}executing a .tflite model is not implemented yet; `refsim inspect` "
-        "(refsim.tflite.load_model in Python) reads it"
-    )
-
-
 class Program:
-    """A loaded .pte: its methods are created on demand, each with its own arenas."""
+    """A loaded program: its methods are created on demand, each with its own arenas. ``file``
+    is the `ProgramFile` of a .pte or the `LoweredModel` of a .tflite (``runtime`` tells which
+    runtime's semantics it carries: ``executorch`` or ``tflm``)."""
 
     def __init__(self, file: ProgramFile, path: str | None = None) -> None:
         self.file = file
@@ -331,13 +320,23 @@ class Program:
 
     @classmethod
     def load(cls, source: str | os.PathLike | bytes) -> Program:
+        """A .pte, or a .tflite lowered into the same program (refsim/tflite/lower.py); the format
+        is told by the file identifier."""
         if isinstance(source, str | os.PathLike) and not os.path.exists(source):
             raise RefsimError(f"{source}: no such file")
+        path = os.fspath(source) if isinstance(source, str | os.PathLike) else None
         if model_format(source) == TFLITE:
-            _refuse_tflite(source)
+            from refsim.tflite import load_model
+            from refsim.tflite.lower import lower_model
+
+            return cls(lower_model(load_model(source)), path)  # type: ignore[arg-type]
         if isinstance(source, str | os.PathLike):
             return cls(load_program(source), os.fspath(source))
         return cls(load_program(source))
+
+    @property
+    def runtime(self) -> str:
+        return "executorch" if isinstance(self.file, ProgramFile) else "tflm"
 
     @property
     def method_names(self) -> list[str]:

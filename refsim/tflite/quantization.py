@@ -1,0 +1,173 @@
+"""TFLM's Prepare-time arithmetic, exactly: what a kernel computes once from a model's float32
+scales and its options before the first Invoke (TFLM @ 90b983c2).
+
+Every function names the TFLM function it mirrors. The precision of each step matters: TFLite
+stores scales as float32, and TFLM mixes float32 and double on purpose (a per-channel conv
+multiplier is formed in double from float32 factors, a per-tensor fully-connected one from a
+float32 product), so the arguments here are float32 values (Python floats holding them) and
+the code rounds to float32 exactly where the C++ does (`_f32`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from refsim.errors import UnsupportedError
+from refsim.tflite.schema import ActivationFunctionType, Padding
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def tflite_round(x: float) -> float:
+    """``TfLiteRound`` (``std::round``): half away from zero."""
+    return math.copysign(math.floor(abs(x) + 0.5), x)
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """``QuantizeMultiplier`` (kernels/internal/quantization_util.cc), the default build
+    (``TFLITE_SINGLE_ROUNDING`` and ``TFLITE_EMULATE_FLOAT`` off): ``frexp`` of the double,
+    the mantissa times 2^31 rounded half away from zero, ``2^31`` folded into the exponent, a
+    shift below -31 flushed to ``(0, 0)``. A shift above 30 is *not* saturated in this build.
+    Returns ``(multiplier, shift)``, a positive shift meaning left."""
+    if real == 0.0:
+        return 0, 0
+    mantissa, shift = math.frexp(real)
+    q = int(tflite_round(mantissa * (1 << 31)))
+    if q == 1 << 31:
+        q //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return q, shift
+
+
+def quantize(scale: float, zero_point: int, value: float) -> int:
+    """``Quantize`` in kernel_util.cc: ``zero_point + (int)TfLiteRound(f / scale)``, the
+    division in float32."""
+    q = tflite_round(_f32(np.float32(value) / np.float32(scale)))
+    return zero_point + int(q)
+
+
+def activation_range(
+    activation: ActivationFunctionType,
+    scale: float,
+    zero_point: int,
+    qmin: int = INT8_MIN,
+    qmax: int = INT8_MAX,
+) -> tuple[int, int]:
+    """``CalculateActivationRangeQuantized`` (kernel_util.cc): the fused activation as an
+    output range, each bound quantized with the output's float32 scale."""
+    A = ActivationFunctionType
+    if activation == A.NONE:
+        return qmin, qmax
+    if activation == A.RELU:
+        return max(qmin, quantize(scale, zero_point, 0.0)), qmax
+    if activation == A.RELU6:
+        return max(qmin, quantize(scale, zero_point, 0.0)), min(qmax, quantize(scale, zero_point, 6.0))
+    if activation == A.RELU_N1_TO_1:
+        return max(qmin, quantize(scale, zero_point, -1.0)), min(qmax, quantize(scale, zero_point, 1.0))
+    raise UnsupportedError(f"fused activation {activation.name} on a quantized output (TFLM refuses it)")
+
+
+def float_activation_range(activation: ActivationFunctionType) -> tuple[float, float]:
+    """``CalculateActivationRange`` for float32 (kernels/internal/... ``CalculateActivationRange``)."""
+    A = ActivationFunctionType
+    bounds = {
+        A.NONE: (-math.inf, math.inf),
+        A.RELU: (0.0, math.inf),
+        A.RELU6: (0.0, 6.0),
+        A.RELU_N1_TO_1: (-1.0, 1.0),
+    }
+    if activation not in bounds:
+        raise UnsupportedError(f"fused activation {activation.name} on a float output")
+    return bounds[activation]
+
+
+@dataclass(frozen=True)
+class WindowPadding:
+    """``TfLitePaddingValues``: the top/left padding CMSIS-NN receives, plus the extra
+    bottom/right row or column (``*_offset``) when the total padding is odd."""
+
+    height: int
+    width: int
+    height_offset: int
+    width_offset: int
+    out_height: int
+    out_width: int
+
+
+def out_size(padding: Padding, image: int, kernel: int, stride: int, dilation: int = 1) -> int:
+    """``ComputeOutSize`` (kernels/padding.h); 0 where TFLM's checks fail."""
+    if image < 0 or kernel <= 0 or stride <= 0 or dilation <= 0:
+        return 0
+    effective = (kernel - 1) * dilation + 1
+    if padding == Padding.SAME:
+        value = (image + stride - 1) // stride
+    elif padding == Padding.VALID:
+        value = (image + stride - effective) // stride
+    else:
+        return 0
+    return max(value, 0)
+
+
+def _padding_with_offset(stride: int, dilation: int, image: int, kernel: int, out: int) -> tuple[int, int]:
+    effective = (kernel - 1) * dilation + 1
+    total = max((out - 1) * stride + effective - image, 0)
+    return total // 2, total % 2
+
+
+def window_padding(
+    padding: Padding,
+    stride_hw: tuple[int, int],
+    dilation_hw: tuple[int, int],
+    image_hw: tuple[int, int],
+    kernel_hw: tuple[int, int],
+) -> WindowPadding:
+    """``ComputePaddingHeightWidth`` (kernels/padding.h): output extent and padding of a
+    windowed op (conv, depthwise, pooling) as TFLM's Prepare computes them."""
+    oh = out_size(padding, image_hw[0], kernel_hw[0], stride_hw[0], dilation_hw[0])
+    ow = out_size(padding, image_hw[1], kernel_hw[1], stride_hw[1], dilation_hw[1])
+    ph, oph = _padding_with_offset(stride_hw[0], dilation_hw[0], image_hw[0], kernel_hw[0], oh)
+    pw, opw = _padding_with_offset(stride_hw[1], dilation_hw[1], image_hw[1], kernel_hw[1], ow)
+    return WindowPadding(ph, pw, oph, opw, oh, ow)
+
+
+def per_channel_multipliers(
+    input_scale: float, filter_scales: tuple[float, ...], output_scale: float, channels: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``PopulateConvolutionQuantizationParams`` (kernel_util.cc), also the per-channel branch
+    of ``CalculateOpDataFullyConnected``: per output channel, in double,
+    ``input_scale * filter_scale / output_scale`` (each factor a float32), then
+    `quantize_multiplier`. A single filter scale is broadcast over the channels."""
+    multipliers = np.empty(channels, np.int32)
+    shifts = np.empty(channels, np.int32)
+    for k in range(channels):
+        scale = filter_scales[k] if len(filter_scales) > 1 else filter_scales[0]
+        real = _f32(input_scale) * _f32(scale) / _f32(output_scale)
+        multipliers[k], shifts[k] = quantize_multiplier(real)
+    return multipliers, shifts
+
+
+def per_tensor_multiplier(input_scale: float, filter_scale: float, output_scale: float) -> tuple[int, int]:
+    """``GetQuantizedConvolutionMultipler`` (kernel_util.cc, the 5-argument overload the
+    fully-connected kernel calls): ``input_scale * filter_scale`` multiplied in **float32**,
+    then divided by the output scale in double; then `quantize_multiplier`."""
+    product = _f32(np.float32(input_scale) * np.float32(filter_scale))
+    return quantize_multiplier(product / _f32(output_scale))
+
+
+def bias_scale_matches(
+    input_scale: float, filter_scale: float, bias_scale: float, output_scale: float
+) -> bool:
+    """The check of ``GetQuantizedConvolutionMultipler`` when a bias is present:
+    ``|input_scale * filter_scale - bias_scale| / output_scale <= 0.02`` (in double); TFLM's
+    Prepare fails otherwise."""
+    product = _f32(input_scale) * _f32(filter_scale)
+    return abs(product - _f32(bias_scale)) / _f32(output_scale) <= 0.02
