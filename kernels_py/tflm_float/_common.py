@@ -38,7 +38,8 @@ def clamp(x: np.float32, lo: np.float32, hi: np.float32) -> np.float32:  # pragm
 
 
 def as_f32(x: np.ndarray) -> np.ndarray:
-    """A C-contiguous float32 array (a view when it already is one)."""
+    """A C-contiguous float32 array of the same shape (a 0-d array stays 0-d, which
+    ``np.ascontiguousarray`` would not keep); ``x`` itself when it already is one."""
     if x.dtype != np.float32:
         raise TypeError(f"expected float32 data, got {x.dtype}")
-    return np.ascontiguousarray(x)
+    return x if x.flags.c_contiguous else x.copy(order="C")
