@@ -138,7 +138,7 @@ def test_fully_connected(data):
 # --- pooling, elementwise ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("code", [B.AVERAGE_POOL_2D, B.MAX_POOL_2D])
+@pytest.mark.parametrize("code", [B.AVERAGE_POOL_2D, B.MAX_POOL_2D], ids=lambda c: c.name)
 @given(data=st.data())
 def test_pool(code, data):
     n, h, w, c = (data.draw(st.integers(1, k)) for k in (2, 9, 9, 4))
@@ -168,7 +168,7 @@ def broadcast_pair(draw) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(a), tuple(bb)
 
 
-@pytest.mark.parametrize("code", [B.ADD, B.MUL])
+@pytest.mark.parametrize("code", [B.ADD, B.MUL], ids=lambda c: c.name)
 @given(data=st.data())
 def test_add_mul_broadcast(code, data):
     sa, sb = data.draw(broadcast_pair())
@@ -183,7 +183,7 @@ def test_add_mul_broadcast(code, data):
 # --- activations, softmax, mean ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("code", [B.RELU, B.RELU6, B.LOGISTIC, B.TANH, B.HARD_SWISH])
+@pytest.mark.parametrize("code", [B.RELU, B.RELU6, B.LOGISTIC, B.TANH, B.HARD_SWISH], ids=lambda c: c.name)
 @given(data=st.data())
 def test_unary(code, data):
     shape = tuple(data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=4)))
