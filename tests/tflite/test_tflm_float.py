@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from refsim.errors import UnsupportedError
+from refsim.tflite import load_model
 from refsim.tflite.schema import ActivationFunctionType as A
 from refsim.tflite.schema import BuiltinOperator as B
 from refsim.tflite.schema import Padding
@@ -422,3 +425,42 @@ def test_libm_is_the_wheels():
     for ours, theirs in ((expf, libm.expf), (tanh_f32, libm.tanhf)):
         ref = np.array([theirs(float(v)) for v in x], np.float32)
         np.testing.assert_array_equal(ours(x).view(np.uint32), ref.view(np.uint32))
+
+
+# --- the MLPerf Tiny float32 reference models ----------------------------------------------------
+
+FLOAT_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite_float"
+#: Paths inside a checkout of mlcommons/tiny (REFSIM_MLPERF_TINY) of the two larger float models.
+TINY_FLOAT = {
+    "ad01_fp32": "benchmark/training/anomaly_detection/trained_models/ad01_fp32.tflite",
+    "vww_96_float": "benchmark/training/visual_wake_words/trained_models/vww_96_float.tflite",
+}
+
+
+def _float_model(name: str) -> bytes:
+    if name in TINY_FLOAT:
+        root = os.environ.get("REFSIM_MLPERF_TINY")
+        if not root:
+            pytest.skip(f"{name}: set REFSIM_MLPERF_TINY to a checkout of mlcommons/tiny")
+        return (Path(root) / TINY_FLOAT[name]).read_bytes()
+    return (FLOAT_FIXTURES / f"{name}.tflite").read_bytes()
+
+
+@pytest.mark.parametrize("name", ["pretrainedResnet", *TINY_FLOAT])
+def test_mlperf_tiny_float_models_every_tensor(name):
+    """Every tensor an operator writes, bit for bit with the wheel, on a random input."""
+    data = _float_model(name)
+    graph = load_model(data).model.subgraphs[0]
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(graph.tensors[i].shape).astype(np.float32) for i in graph.inputs]
+    written = sorted({o for op in graph.operators for o in op.outputs})
+    assert_bit_exact(data, inputs, written)
+
+
+def test_hybrid_mlperf_tiny_model_is_refused():
+    """kws_ref_model_float32 has int8 weights on float activations; TFLM's Prepare refuses it
+    ("Hybrid models are not supported on TFLite Micro"), and so does refsim, by name."""
+    from refsim.runtime.program import Program
+
+    with pytest.raises(UnsupportedError, match=r"operator 0 \(CONV_2D\): filter is int8 .*hybrid"):
+        Program.load((FLOAT_FIXTURES / "kws_ref_model_float32.tflite").read_bytes())
