@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from kernels_py.tflm_float.activations import expf, logistic_f32, tanh_f32
+from kernels_py.tflm_float.conv import conv_2d_f32, depthwise_conv_2d_f32
 from kernels_py.tflm_float.fully_connected import fully_connected_f32
 from kernels_py.tflm_float.softmax import softmax_f32
 from refsim.qemu.cores import STACK_SIZE, get_core
@@ -44,12 +45,21 @@ PROBE = ROOT / "benchmarks" / "tflm_float_device" / "probe.cc"
 BOARDS = ROOT / "kernels_c" / "boards"
 TFLM = Path(os.environ.get("TFLM_SRC", "/work/ext/tflite-micro"))
 DOWNLOADS = Path(os.environ.get("TFLM_DOWNLOADS", "/work/ext/tflm-downloads"))
+CMSIS_NN = Path(os.environ.get("TFLM_CMSIS_NN", "/work/ext/cmsis-nn-tflm"))
+#: TFLM's kernel sources whose float path reaches a multiply-accumulate loop.
+TFLM_KERNELS = (
+    "cmsis_nn/conv.cc", "cmsis_nn/depthwise_conv.cc", "cmsis_nn/fully_connected.cc", "conv.cc",
+    "depthwise_conv.cc", "fully_connected.cc",
+)  # fmt: skip
 #: TFLM's Makefile: KERNEL_OPTIMIZATION_LEVEL and CXXFLAGS (no -ffp-contract: GCC's default).
 TFLM_CXXFLAGS = (
     "-O2", "-std=c++17", "-fno-rtti", "-fno-exceptions", "-fno-threadsafe-statics", "-ffunction-sections",
     "-fdata-sections", "-DTF_LITE_STATIC_MEMORY", "-DNDEBUG", "-mthumb",
 )  # fmt: skip
 FC_ROWS, FC_DEPTH, N_X = 1536, 64, 1 << 14
+#: probe.cc's fixed CONV_2D / DEPTHWISE_CONV_2D: 1x12x12x8 input, 3x3, stride 1, padding 1.
+CONV_HW, CONV_C, CONV_OUT, DW_OUT, K = 12, 8, 8, 16, 3
+NO_CLAMP = (-3.4028234663852886e38, 3.4028234663852886e38)
 #: The builds measured: name -> (the QEMU core it runs on, its -mcpu/-mfloat-abi/-mfpu flags as
 #: TFLM's cortex_m_generic_makefile.inc sets them for that TARGET_ARCH, extra flags).
 VARIANTS = {
@@ -96,6 +106,26 @@ def build(variant: str, out: Path) -> Path:
     return out / "probe.elf"
 
 
+def tflm_objects_vfma(variant: str, out: Path) -> dict[str, int]:
+    """``vfma.f32`` instructions in each TFLM kernel object compiled as TFLM's Makefile does."""
+    _, target, extra = VARIANTS[variant]
+    includes = [f"-I{TFLM}", f"-I{DOWNLOADS / 'gemmlowp'}", f"-I{DOWNLOADS / 'ruy'}"]
+    includes += [f"-I{DOWNLOADS / 'flatbuffers' / 'include'}", f"-I{CMSIS_NN}", f"-I{CMSIS_NN / 'Include'}"]
+    counts = {}
+    for source in TFLM_KERNELS:
+        obj = out / (source.replace("/", "_") + ".o")
+        src = TFLM / "tensorflow/lite/micro/kernels" / source
+        # TFLM's OPTIMIZED_KERNEL_DIR=cmsis_nn build defines CMSIS_NN and swaps these files in.
+        define = ["-DCMSIS_NN"] if source.startswith("cmsis_nn/") else []
+        cmd = ["arm-none-eabi-g++", *target, *extra, *TFLM_CXXFLAGS, *define, *includes, "-c", str(src)]
+        _run([*cmd, "-o", str(obj)], out)
+        dump = subprocess.run(
+            ["arm-none-eabi-objdump", "-d", str(obj)], capture_output=True, text=True, check=True
+        )
+        counts[source] = dump.stdout.count("vfma.f32")
+    return counts
+
+
 def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """|a - b| in units in the last place, by the float32 bit patterns (same-sign values)."""
     ia = a.view(np.int32).astype(np.int64)
@@ -132,11 +162,15 @@ def measure(variant: str, seed: int) -> dict:
         rng.standard_normal(FC_ROWS * FC_DEPTH) * 10.0 ** rng.integers(-2, 3, FC_ROWS * FC_DEPTH)
     ).astype(np.float32)
     fc_w = rng.standard_normal(FC_ROWS * FC_DEPTH).astype(np.float32)
+    conv_in = rng.standard_normal((1, CONV_HW, CONV_HW, CONV_C)).astype(np.float32)
+    conv_w = rng.standard_normal((CONV_OUT, K, K, CONV_C)).astype(np.float32)
+    dw_w = rng.standard_normal((1, K, K, DW_OUT)).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         elf = build(variant, work)
         blob = struct.pack("<I", x.size) + x.tobytes() + struct.pack("<II", FC_ROWS, FC_DEPTH)
-        (work / "in.bin").write_bytes(blob + fc_in.tobytes() + fc_w.tobytes())
+        tail = conv_in.tobytes() + conv_w.tobytes() + dw_w.tobytes()
+        (work / "in.bin").write_bytes(blob + fc_in.tobytes() + fc_w.tobytes() + tail)
         core = get_core(core_name)
         done = subprocess.run(
             qemu_command(core, elf, "in.bin out.bin"), cwd=work, capture_output=True, timeout=600, check=False
@@ -144,6 +178,7 @@ def measure(variant: str, seed: int) -> dict:
         if done.returncode:
             raise SystemExit(f"{core_name}: the probe exited {done.returncode}: {done.stderr[-500:]!r}")
         out = np.fromfile(work / "out.bin", np.float32)
+        objects = tflm_objects_vfma(variant, work)
         vfma = subprocess.run(
             ["arm-none-eabi-objdump", "-d", str(work / "probe.o")], capture_output=True, text=True, check=True
         ).stdout.count("vfma.f32")
@@ -152,30 +187,55 @@ def measure(variant: str, seed: int) -> dict:
     dev_fc = out[2 * n : 2 * n + FC_ROWS]
     dev_logistic = out[2 * n + FC_ROWS : 3 * n + FC_ROWS]
     dev_softmax = out[3 * n + FC_ROWS : 4 * n + FC_ROWS]
-    fc = np.array(
-        [
+    at = 4 * n + FC_ROWS
+    dev_conv = out[at : at + CONV_HW * CONV_HW * CONV_OUT]
+    dev_dw = out[at + dev_conv.size : at + dev_conv.size + CONV_HW * CONV_HW * DW_OUT]
+    window = {"stride": (1, 1), "padding": (1, 1), "dilation": (1, 1), "activation": NO_CLAMP}
+    conv_shape, dw_shape = (1, CONV_HW, CONV_HW, CONV_OUT), (1, CONV_HW, CONV_HW, DW_OUT)
+
+    def fc(fused: bool) -> np.ndarray:
+        rows = [
             fully_connected_f32(
                 fc_in[r * FC_DEPTH : (r + 1) * FC_DEPTH], fc_w[r * FC_DEPTH : (r + 1) * FC_DEPTH].reshape(1, -1),
-                None, 1, activation=(-3.4028235e38, 3.4028235e38),
+                None, 1, activation=NO_CLAMP, fused=fused,
             )[0, 0]
             for r in range(FC_ROWS)
-        ],
-        np.float32,
-    )  # fmt: skip
+        ]  # fmt: skip
+        return np.array(rows, np.float32)
+
+    def conv(fused: bool) -> np.ndarray:
+        return conv_2d_f32(conv_in, conv_w, None, conv_shape, fused=fused, **window).reshape(-1)
+
+    def depthwise(fused: bool) -> np.ndarray:
+        y = depthwise_conv_2d_f32(conv_in, dw_w, None, dw_shape, depth_multiplier=2, fused=fused, **window)
+        return y.reshape(-1)
+
     return {
         "qemu_core": core_name,
         "gcc_flags": [*VARIANTS[variant][1], *VARIANTS[variant][2], *TFLM_CXXFLAGS],
         "vfma_f32_in_probe": vfma,
+        "vfma_f32_in_tflm_kernel_objects": objects,
         "expf": compare(expf(x), dev_exp),
         "tanhf": compare(tanh_f32(x), dev_tanh),
-        "fully_connected": compare(fc, dev_fc)
-        | {"depth": FC_DEPTH, "max_abs_diff_over_sum_abs_products": _relative(fc, dev_fc, fc_in, fc_w)},
+        "fully_connected": compare(fc(False), dev_fc)
+        | {
+            "depth": FC_DEPTH,
+            "max_abs_diff_over_sum_abs_products": _relative(fc(False), dev_fc, fc_in, fc_w),
+        },
+        "fully_connected_fused": compare(fc(True), dev_fc),
+        "conv_2d": compare(conv(False), dev_conv),
+        "conv_2d_fused": compare(conv(True), dev_conv),
+        "depthwise_conv_2d": compare(depthwise(False), dev_dw),
+        "depthwise_conv_2d_fused": compare(depthwise(True), dev_dw),
         "logistic": compare(logistic_f32(x), dev_logistic),
         "softmax": compare(softmax_f32(x.reshape(-1, 16), beta=1.0).reshape(-1), dev_softmax),
     }
 
 
-KERNELS = ("expf", "tanhf", "fully_connected", "logistic", "softmax")
+KERNELS = (
+    "expf", "tanhf", "logistic", "softmax", "fully_connected", "fully_connected_fused", "conv_2d",
+    "conv_2d_fused", "depthwise_conv_2d", "depthwise_conv_2d_fused",
+)  # fmt: skip
 
 
 def main() -> None:
@@ -203,7 +263,8 @@ def main() -> None:
     args.json.write_text(json.dumps(report, indent=2) + "\n")
     for name, r in report["variants"].items():
         row = ", ".join(f"{k} {r[k]['differ']}/{r[k]['values']} (max {r[k]['max_ulp']} ulp)" for k in KERNELS)
-        print(f"{name}: vfma {r['vfma_f32_in_probe']}; {row}")
+        objects = sum(r["vfma_f32_in_tflm_kernel_objects"].values())
+        print(f"{name}: vfma {r['vfma_f32_in_probe']} (TFLM kernel objects: {objects}); {row}")
 
 
 if __name__ == "__main__":

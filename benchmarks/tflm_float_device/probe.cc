@@ -5,10 +5,14 @@
 // values (n_x a multiple of 16); u32 rows, u32 depth, rows*depth float32 inputs, rows*depth
 // float32 weights. <out> gets n_x expf, n_x tanhf, `rows` FULLY_CONNECTED outputs (row r: one
 // dot product of input row r and weight row r), n_x LOGISTIC and n_x SOFTMAX (rows of 16).
+// Then (both files) a CONV_2D and a DEPTHWISE_CONV_2D of fixed shapes (kConv* below): <in> holds
+// the conv input, the conv filter and the depthwise filter; <out> gets their outputs.
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "tensorflow/lite/kernels/internal/reference/conv.h"
+#include "tensorflow/lite/kernels/internal/reference/depthwiseconv_float.h"
 #include "tensorflow/lite/kernels/internal/reference/fully_connected.h"
 #include "tensorflow/lite/kernels/internal/reference/logistic.h"
 #include "tensorflow/lite/kernels/internal/reference/softmax.h"
@@ -17,6 +21,14 @@ extern "C" {
 #include "semihost.h"
 int main(void);
 }
+
+// CONV_2D: 1x12x12x8 input, 8x3x3x8 filter, stride 1, padding 1 (SAME), no bias.
+// DEPTHWISE_CONV_2D: the same input, 1x3x3x16 filter (multiplier 2), stride 1, padding 1.
+// The sizes are read through volatiles, so that GCC compiles the kernels for run-time shapes as in
+// TFLM's Eval (with constant shapes it unrolls the channel loop of the inlined Conv and, on the
+// M55, no longer contracts it into VFMA).
+constexpr int kConvHW = 12, kConvC = 8, kConvOut = 8, kDwOut = 16, kK = 3;
+static volatile int32_t g_hw = kConvHW, g_c = kConvC, g_out_c = kConvOut, g_dw_c = kDwOut, g_k = kK;
 
 static uint8_t g_in[1 << 20];
 static uint8_t g_out[1 << 20];
@@ -53,6 +65,9 @@ int main(void) {
   p += 8;
   const float* fc_in = reinterpret_cast<const float*>(p);
   const float* fc_w = fc_in + rows * depth;
+  const float* conv_in = fc_w + rows * depth;
+  const float* conv_w = conv_in + kConvHW * kConvHW * kConvC;
+  const float* dw_w = conv_w + kConvOut * kK * kK * kConvC;
 
   float* out = reinterpret_cast<float*>(g_out);
   for (uint32_t i = 0; i < n; ++i) out[i] = expf(x[i]);
@@ -83,6 +98,35 @@ int main(void) {
   const int32_t sm_dims[2] = {(int32_t)(n / 16), 16};
   tflite::reference_ops::Softmax(sm, tflite::RuntimeShape(2, sm_dims), x, tflite::RuntimeShape(2, sm_dims), out);
   out += n;
+
+  const int32_t x_shape[4] = {1, g_hw, g_hw, g_c};
+  const int32_t cw_shape[4] = {g_out_c, g_k, g_k, g_c};
+  const int32_t co_shape[4] = {1, g_hw, g_hw, g_out_c};
+  tflite::ConvParams cp{};
+  cp.stride_width = cp.stride_height = 1;
+  cp.dilation_width_factor = cp.dilation_height_factor = 1;
+  cp.padding_values.width = cp.padding_values.height = 1;
+  cp.float_activation_min = -3.40282347e+38f;
+  cp.float_activation_max = 3.40282347e+38f;
+  tflite::reference_ops::Conv(cp, tflite::RuntimeShape(4, x_shape), conv_in, tflite::RuntimeShape(4, cw_shape),
+                              conv_w, tflite::RuntimeShape(), nullptr, tflite::RuntimeShape(4, co_shape), out,
+                              tflite::RuntimeShape(), nullptr);
+  out += kConvHW * kConvHW * kConvOut;
+  const int32_t dw_shape[4] = {1, g_k, g_k, g_dw_c};
+  const int32_t do_shape[4] = {1, g_hw, g_hw, g_dw_c};
+  const int32_t bias_shape[1] = {g_dw_c};
+  static float zero_bias[kDwOut];  // DepthwiseConv DCHECKs the bias size; zeros add 0.f as TFLM does
+  tflite::DepthwiseParams dp{};
+  dp.stride_width = dp.stride_height = 1;
+  dp.dilation_width_factor = dp.dilation_height_factor = 1;
+  dp.padding_values.width = dp.padding_values.height = 1;
+  dp.depth_multiplier = g_dw_c / g_c;
+  dp.float_activation_min = -3.40282347e+38f;
+  dp.float_activation_max = 3.40282347e+38f;
+  tflite::reference_ops::DepthwiseConv(dp, tflite::RuntimeShape(4, x_shape), conv_in, tflite::RuntimeShape(4, dw_shape),
+                                       dw_w, tflite::RuntimeShape(1, bias_shape), zero_bias,
+                                       tflite::RuntimeShape(4, do_shape), out);
+  out += kConvHW * kConvHW * kDwOut;
 
   const uint32_t bytes = (uint32_t)((uint8_t*)out - g_out);
   h = sh_open(out_path, SH_MODE_WB);

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from kernels_py._jit import jit
 
@@ -43,3 +46,18 @@ def as_f32(x: np.ndarray) -> np.ndarray:
     if x.dtype != np.float32:
         raise TypeError(f"expected float32 data, got {x.dtype}")
     return x if x.flags.c_contiguous else x.copy(order="C")
+
+
+@intrinsic
+def fmaf(typingctx, a, b, c):  # pragma: no cover - compiled
+    """``fmaf(a, b, c)``: ``a * b + c`` rounded once, as an FPU core's ``VFMA.F32`` computes it
+    (LLVM's ``llvm.fma.f32``: the host's FMA instruction, or libm's exact ``fmaf``)."""
+    if not all(isinstance(t, types.Float) and t.bitwidth == 32 for t in (a, b, c)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        f32 = ir.FloatType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [f32], ir.FunctionType(f32, [f32, f32, f32]))
+        return builder.call(fn, args)
+
+    return types.float32(types.float32, types.float32, types.float32), codegen

@@ -10,6 +10,9 @@
 Per output: ``total = 0.f``; taps in (filter_y, filter_x, in_channel) order for conv and
 (filter_y, filter_x) for depthwise, a tap outside the image skipped (not multiplied by zero);
 ``total += input * filter``; then ``clamp(total + bias)`` with ``bias = 0.f`` when absent.
+With ``fused=True`` each ``total += input * filter`` is one fused multiply-add (``fmaf``): what
+TFLM's loop becomes on a Cortex-M with an FPU, where arm-none-eabi-gcc's default
+``-ffp-contract=fast`` turns it into ``VFMA.F32`` (docs/tflite.md, "Float32 kernels").
 Shapes are NHWC, the filter ``[out_channels, kh, kw, in_channels / groups]`` for conv and
 ``[1, kh, kw, out_channels]`` for depthwise. Padding is the top/left TFLM's Prepare computes
 (``ComputePaddingHeightWidth``); the extra bottom/right only shows in the output size.
@@ -20,11 +23,11 @@ from __future__ import annotations
 import numpy as np
 
 from kernels_py._jit import jit
-from kernels_py.tflm_float._common import F32, as_f32, clamp
+from kernels_py.tflm_float._common import F32, as_f32, clamp, fmaf
 
 
 @jit
-def _conv(x, w, bias, out, sh, sw, ph, pw, dh, dw, lo, hi):  # pragma: no cover - compiled
+def _conv(x, w, bias, out, sh, sw, ph, pw, dh, dw, lo, hi, fused):  # pragma: no cover - compiled
     batches, in_h, in_w, _ = x.shape
     out_c, kh, kw, filter_in_c = w.shape
     _, out_h, out_w, _ = out.shape
@@ -44,12 +47,16 @@ def _conv(x, w, bias, out, sh, sw, ph, pw, dh, dw, lo, hi):  # pragma: no cover 
                             if ix < 0 or ix >= in_w or iy < 0 or iy >= in_h:
                                 continue
                             for ic in range(filter_in_c):
-                                total += x[b, iy, ix, ic + group * filter_in_c] * w[oc, fy, fx, ic]
+                                xv = x[b, iy, ix, ic + group * filter_in_c]
+                                if fused:
+                                    total = fmaf(xv, w[oc, fy, fx, ic], total)
+                                else:
+                                    total += xv * w[oc, fy, fx, ic]
                     out[b, oy, ox, oc] = clamp(total + bias[oc], lo, hi)
 
 
 @jit
-def _depthwise(x, w, bias, out, depth_multiplier, sh, sw, ph, pw, dh, dw, lo, hi):  # pragma: no cover
+def _depthwise(x, w, bias, out, depth_multiplier, sh, sw, ph, pw, dh, dw, lo, hi, fused):  # pragma: no cover
     batches, in_h, in_w, in_c = x.shape
     _, kh, kw, _ = w.shape
     _, out_h, out_w, _ = out.shape
@@ -67,7 +74,10 @@ def _depthwise(x, w, bias, out, depth_multiplier, sh, sw, ph, pw, dh, dw, lo, hi
                                 ix = in_x0 + dw * fx
                                 iy = in_y0 + dh * fy
                                 if ix >= 0 and ix < in_w and iy >= 0 and iy < in_h:
-                                    total += x[b, iy, ix, ic] * w[0, fy, fx, oc]
+                                    if fused:
+                                        total = fmaf(x[b, iy, ix, ic], w[0, fy, fx, oc], total)
+                                    else:
+                                        total += x[b, iy, ix, ic] * w[0, fy, fx, oc]
                         out[b, oy, ox, oc] = clamp(total + bias[oc], lo, hi)
 
 
@@ -91,9 +101,12 @@ def conv_2d_f32(
     padding: tuple[int, int],
     dilation: tuple[int, int],
     activation: tuple[float, float],
+    fused: bool = False,
 ) -> np.ndarray:
     """``reference_ops::Conv`` (float): NHWC ``x``, OHWI ``w`` (grouped when ``w``'s last dim
-    divides the input channels), returns the NHWC output of ``out_shape``."""
+    divides the input channels), returns the NHWC output of ``out_shape``. ``fused``: each
+    ``total += x * w`` rounded once, as GCC's default contraction into ``VFMA.F32`` computes it
+    on a core with an FPU (the module docstring)."""
     x, w = as_f32(x), as_f32(w)
     if x.ndim != 4 or w.ndim != 4 or len(out_shape) != 4:
         raise ValueError("conv_2d_f32 takes 4-D input, filter and output")
@@ -112,6 +125,7 @@ def conv_2d_f32(
         *dilation,
         F32(activation[0]),
         F32(activation[1]),
+        fused,
     )
     return out
 
@@ -127,8 +141,10 @@ def depthwise_conv_2d_f32(
     padding: tuple[int, int],
     dilation: tuple[int, int],
     activation: tuple[float, float],
+    fused: bool = False,
 ) -> np.ndarray:
-    """``reference_ops::DepthwiseConv`` (float): NHWC ``x``, ``[1, kh, kw, C·m]`` ``w``."""
+    """``reference_ops::DepthwiseConv`` (float): NHWC ``x``, ``[1, kh, kw, C·m]`` ``w``;
+    ``fused`` as for `conv_2d_f32`."""
     x, w = as_f32(x), as_f32(w)
     if x.ndim != 4 or w.ndim != 4 or len(out_shape) != 4:
         raise ValueError("depthwise_conv_2d_f32 takes 4-D input, filter and output")
@@ -140,6 +156,6 @@ def depthwise_conv_2d_f32(
     out = np.empty(out_shape, F32)
     _depthwise(
         x, w, _bias(bias, channels), out, depth_multiplier, *stride, *padding, *dilation,
-        F32(activation[0]), F32(activation[1]),
+        F32(activation[0]), F32(activation[1]), fused,
     )  # fmt: skip
     return out

@@ -464,3 +464,41 @@ def test_hybrid_mlperf_tiny_model_is_refused():
 
     with pytest.raises(UnsupportedError, match=r"operator 0 \(CONV_2D\): filter is int8 .*hybrid"):
         Program.load((FLOAT_FIXTURES / "kws_ref_model_float32.tflite").read_bytes())
+
+
+def test_fused_kernels_are_fmaf_in_tflms_order():
+    """``fused=True`` (what an FPU core's VFMA computes; benchmarks/tflm_float_device.py holds it
+    against TFLM under QEMU) is libm's ``fmaf`` applied in TFLM's loop order."""
+    from kernels_py.tflm_float.conv import conv_2d_f32, depthwise_conv_2d_f32
+    from kernels_py.tflm_float.fully_connected import fully_connected_f32
+
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.fmaf.restype = ctypes.c_float
+    libm.fmaf.argtypes = [ctypes.c_float] * 3
+
+    def dot(xs, ws) -> np.float32:
+        total = 0.0
+        for a, b in zip(xs, ws, strict=True):
+            total = libm.fmaf(float(a), float(b), total)
+        return np.float32(total) + np.float32(0.0)
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((1, 4, 4, 6)) * 10.0 ** rng.integers(-2, 3, (1, 4, 4, 6))).astype(np.float32)
+    w = rng.standard_normal((3, 1, 1, 6)).astype(np.float32)
+    none = (-3.4028235e38, 3.4028235e38)
+    one = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "activation": none}
+    y = conv_2d_f32(x, w, None, (1, 4, 4, 3), fused=True, **one)
+    expected = [[dot(x[0, i, j], w[o, 0, 0]) for o in range(3)] for i in range(4) for j in range(4)]
+    np.testing.assert_array_equal(
+        y.reshape(16, 3).view(np.uint32), np.array(expected, np.float32).view(np.uint32)
+    )
+    fc = fully_connected_f32(x.reshape(16, 6), w.reshape(3, 6), None, 16, activation=none, fused=True)
+    np.testing.assert_array_equal(fc.view(np.uint32), y.reshape(16, 3).view(np.uint32))
+    dw = rng.standard_normal((1, 2, 2, 6)).astype(np.float32)
+    yd = depthwise_conv_2d_f32(x, dw, None, (1, 3, 3, 6), depth_multiplier=1, fused=True, **one)
+    for c in range(6):
+        taps = [(ky, kx) for ky in range(2) for kx in range(2)]
+        want = dot([x[0, 1 + ky, 2 + kx, c] for ky, kx in taps], [dw[0, ky, kx, c] for ky, kx in taps])
+        assert yd[0, 1, 2, c].view(np.uint32) == want.view(np.uint32)
+    unfused = conv_2d_f32(x, w, None, (1, 4, 4, 3), **one)
+    assert (unfused.view(np.uint32) != y.view(np.uint32)).any(), "the fused sums must differ somewhere here"
