@@ -1,4 +1,4 @@
-"""``refsim inspect MODEL.tflite``: what a TFLite model holds (refsim does not run one yet)."""
+"""``refsim inspect MODEL.tflite``: what a TFLite model holds and how refsim runs it."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from refsim.errors import RefsimError, UnsupportedError
 
 def inspect_tflite(model: Path, json_path: Path | None, memory: bool, plot_memory: Path | None) -> None:
     from refsim.tflite import load_model
-    from refsim.tflite.describe import changed_options, describe
+    from refsim.tflite.describe import changed_options, describe, execution
 
     if memory or plot_memory is not None:
         raise UnsupportedError("--memory and --plot-memory are not implemented for a .tflite model yet")
     mf = load_model(model)
     report = describe(mf, str(model))
+    report["execution"] = execution(mf)
     if json_path is not None and str(json_path) == "-":
         print(json.dumps(report, indent=2))
         return
@@ -42,13 +43,21 @@ def inspect_tflite(model: Path, json_path: Path | None, memory: bool, plot_memor
             f"\nsubgraph {g['index']} [bold]{g['name'] or '(unnamed)'}[/]: {len(g['ops'])} operators, "
             f"{len(g['tensors'])} tensors; " + ", ".join(f"{n} ×{c}" for n, c in g["operators"].items())
         )
-        ops = Table("#", "operator", "options", "inputs", "outputs")
+        runs = report["execution"].get("runs", {}) if g["index"] == 0 else {}
+        ops = Table("#", "operator", "options", "inputs", "outputs", "runs as (scalar / dsp / mve)")
         for o, op in zip(g["ops"], graph.operators, strict=True):
             shown = changed_options(op)
             text = " ".join(f"{k}={v}" for k, v in shown.items()) if op.builtin_options is not None else ""
             if op.builtin_options is None and op.builtin_options_type:
                 text = f"({o['options_type']})"
-            ops.add_row(str(o["index"]), o["name"], text, str(o["inputs"]), str(o["outputs"]))
+            ops.add_row(
+                str(o["index"]),
+                o["name"],
+                text,
+                str(o["inputs"]),
+                str(o["outputs"]),
+                _runs(runs.get(o["index"], [])),
+            )
         console.print(ops)
         io = Table("", "tensor", "shape", "dtype", "quantization")
         for kind in ("inputs", "outputs"):
@@ -69,7 +78,18 @@ def inspect_tflite(model: Path, json_path: Path | None, memory: bool, plot_memor
                 _quant(t),
             )
         console.print(tensors)
-    console.print("execution of a .tflite model is not implemented yet (refsim run refuses it)")
+    if "error" in report["execution"]:
+        console.print(f"[yellow]refsim cannot run this model:[/] {report['execution']['error']}")
+
+
+def _runs(calls: list[dict]) -> str:
+    """``arm_convolve_s8 / arm_convolve_s8 / arm_convolve_1x1_s8_fast``-style: the kernel per
+    tier, once when the tiers agree."""
+    parts = []
+    for c in calls:
+        kernels = list(dict.fromkeys(c["kernel"].values()))
+        parts.append(" / ".join(c["kernel"].values()) if len(kernels) > 1 else kernels[0])
+    return "; ".join(parts) or "-"
 
 
 def _quant(t: dict) -> str:

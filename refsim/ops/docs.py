@@ -17,12 +17,17 @@ from collections.abc import Iterable
 from refsim.ops.registry import OpDef, all_ops
 
 COMMAND = "python -m refsim.ops.docs > docs/ops.md"
-NAMESPACE_ORDER = ("cortex_m", "aten", "dim_order_ops", "quantized_decomposed")
+NAMESPACE_ORDER = ("cortex_m", "aten", "dim_order_ops", "quantized_decomposed", "tflm")
 NAMESPACE_NOTES = {
     "cortex_m": "ExecuTorch's Cortex-M operator dialect (backends/cortex_m): CMSIS-NN kernels, bit-exact.",
     "aten": "Portable (ExecuTorch kernels/portable) float and layout ops, for what stays off CMSIS-NN.",
     "dim_order_ops": "Layout changes between dim orders (contiguous and channels-last).",
     "quantized_decomposed": "Quantize/dequantize at the graph's edges (kernels/quantized).",
+    "tflm": (
+        "TFLM's kernels, which a `.tflite` model is lowered to (refsim/tflite/lower*.py; no `.pte` "
+        "names them): its cmsis_nn kernels on CMSIS-NN, its reference kernels where it has no CMSIS-NN "
+        "call, TFLM's Prepare arithmetic done by the lowering."
+    ),
 }
 _CMSIS_NAME = re.compile(r"\b(arm_\w+)")
 

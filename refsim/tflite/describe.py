@@ -57,6 +57,30 @@ def tensor_summary(mf: ModelFile, t: m.Tensor, index: int) -> dict:
     }
 
 
+ISAS = ("scalar", "dsp", "mve")
+
+
+def execution(mf: ModelFile) -> dict:
+    """How refsim runs subgraph 0: per operator index, the registered operators it is lowered to
+    and the CMSIS-NN function each calls per ISA tier (``{"runs": {index: [...]}}``), or, when
+    refsim cannot run the model, ``{"error": "<the one-line reason>"}``."""
+    from refsim.errors import RefsimError
+    from refsim.runtime.program import Program
+    from refsim.tflite.lower import lower_model
+
+    try:
+        lowered = lower_model(mf)
+        method = Program(lowered).method()  # type: ignore[arg-type]
+    except RefsimError as exc:
+        return {"error": str(exc)}
+    runs: dict[int, list[dict]] = {}
+    for origin, call in zip(lowered.origins, method.calls, strict=True):
+        assert call is not None  # a lowered plan holds KernelCalls only
+        kernels = {isa: call.op.kernel_name(call.args, isa) for isa in ISAS}
+        runs.setdefault(origin.index, []).append({"op": call.op.name, "kernel": kernels})
+    return {"runs": runs}
+
+
 def describe(mf: ModelFile, path: str) -> dict:
     model = mf.model
     report: dict = {

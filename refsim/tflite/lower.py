@@ -37,6 +37,7 @@ its index and what is missing.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,7 @@ from refsim.errors import UnsupportedError
 from refsim.ops.registry import lookup
 from refsim.pte import model as pm
 from refsim.tflite import model as m
+from refsim.tflite.options import OPTIONS_OF, defaults
 from refsim.tflite.reader import ModelFile
 from refsim.tflite.schema import BuiltinOperator, TensorType
 
@@ -131,7 +133,10 @@ class LowerContext:
         self.op = op
         self.code = file.model.opcode(op)
         self.name = self.code.name
-        self.options: dict[str, Any] = op.builtin_options or {}
+        # an operator without its options table gets the schema defaults (TFLM zero-fills the
+        # params struct); the lowerings then see every field they read
+        table = OPTIONS_OF.get(self.code.builtin_code)
+        self.options: dict[str, Any] = op.builtin_options or (defaults(table) if table else {})
 
     # --- errors ----------------------------------------------------------------------------
 
@@ -192,6 +197,11 @@ class LowerContext:
             raise self.error(f"tensor {i} ({self.graph.tensors[i].name!r}) has no quantization parameters")
         if q.details_type:
             raise self.error(f"tensor {i}: custom or blockwise quantization details are not supported")
+        bad = [v for v in q.scale if not (math.isfinite(v) and v > 0)]
+        if bad:
+            raise self.error(
+                f"tensor {i} ({self.graph.tensors[i].name!r}) has scale {bad[0]!r}; scales must be finite and > 0"
+            )
         return q
 
     def scale(self, i: int) -> float:
@@ -245,8 +255,9 @@ class LoweredModel:
 
     def constant_data(self, tensor: pm.Tensor) -> np.ndarray:
         """A constant's data in memory order (as `refsim.pte.ProgramFile.constant_data`)."""
-        array = self.arrays[tensor.data_buffer_idx - 1]
-        return array.reshape(tensor.storage_shape)
+        view = self.arrays[tensor.data_buffer_idx - 1].reshape(tensor.storage_shape)
+        view.flags.writeable = False  # constants are read-only, as the file's are
+        return view
 
     def constants(self) -> list[memoryview]:
         """Constant blobs indexed by data_buffer_idx, entry 0 empty (as `ProgramFile.constants`)."""

@@ -81,6 +81,12 @@ def _conv_like(cx: LowerContext, depthwise: bool) -> Call:
     cx.expect_rank(w, 4)
     channels = cx.shape(y)[3]
     quant = _weights(cx, w, channels, 3 if depthwise else 0)
+    if depthwise and len(cx.op.inputs) == 3 and cx.op.inputs[2] == -1:
+        raise cx.error(
+            "the bias input is listed but absent (-1): TFLM's Prepare (depthwise_conv_common.cc, "
+            "CalculateOpDataDepthwiseConv) takes three inputs as a bias and dereferences the null tensor, "
+            "so TFLM crashes on this model; give a zero bias or two inputs"
+        )
     bias = _bias(cx, 2, channels)
     o = cx.options
     dilation = (o["dilation_h_factor"], o["dilation_w_factor"])

@@ -145,14 +145,23 @@ def per_channel_multipliers(
     """``PopulateConvolutionQuantizationParams`` (kernel_util.cc), also the per-channel branch
     of ``CalculateOpDataFullyConnected``: per output channel, in double,
     ``input_scale * filter_scale / output_scale`` (each factor a float32), then
-    `quantize_multiplier`. A single filter scale is broadcast over the channels."""
-    multipliers = np.empty(channels, np.int32)
-    shifts = np.empty(channels, np.int32)
-    for k in range(channels):
-        scale = filter_scales[k] if len(filter_scales) > 1 else filter_scales[0]
-        real = _f32(input_scale) * _f32(scale) / _f32(output_scale)
-        multipliers[k], shifts[k] = quantize_multiplier(real)
-    return multipliers, shifts
+    `quantize_multiplier`. A single filter scale is broadcast over the channels.
+
+    Vectorized, element by element the same IEEE double operations as the C++ (float32 to
+    double is exact; one multiply and one divide, each correctly rounded; ``frexp`` and the
+    power-of-two scaling are exact), so a model with many channels lowers quickly."""
+    scales = np.asarray(filter_scales, np.float32).astype(np.float64)
+    scales = np.broadcast_to(scales if scales.size > 1 else scales[:1], (channels,))
+    real = np.float64(np.float32(input_scale)) * scales / np.float64(np.float32(output_scale))
+    mantissa, shift = np.frexp(real)
+    q = np.copysign(np.floor(np.abs(mantissa) * float(1 << 31) + 0.5), mantissa).astype(np.int64)
+    carry = q == (1 << 31)
+    q = np.where(carry, q // 2, q)
+    shift = np.where(carry, shift + 1, shift)
+    flush = (shift < -31) | (real == 0)
+    q = np.where(flush, 0, q)
+    shift = np.where(flush, 0, shift)
+    return q.astype(np.int32), shift.astype(np.int32)
 
 
 def per_tensor_multiplier(input_scale: float, filter_scale: float, output_scale: float) -> tuple[int, int]:

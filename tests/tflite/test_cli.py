@@ -1,6 +1,6 @@
 """``refsim inspect`` and ``refsim run`` on a .tflite: the format is told by the file identifier,
-inspect describes the model (table and --json), run says in one line that it cannot execute
-one yet, and a corrupt .tflite is one error line with exit status 2."""
+inspect describes the model (table and --json), run executes it (tests/tflite/test_execution.py
+holds the numerics), and a corrupt or unsupported .tflite is one error line with exit status 2."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from refsim.errors import UnsupportedError
 from refsim.formats import PTE, TFLITE, model_format
 from refsim.runtime import Program
-from refsim.tflite import ModelError
+from refsim.tflite import BuiltinOperator, ModelError, TensorType
+from refsim.tflite.writer import ModelBuilder, write_model
 from tests.cli_util import assert_one_error_line, refsim
 from tests.tflite.test_corruption import FILES, NAMED
 
@@ -31,23 +32,40 @@ def test_the_format_is_the_file_identifier_not_the_name(tmp_path):
     assert model_format(b"TFL3") is None
 
 
-def test_run_a_tflite_says_it_is_not_implemented(capsys, tmp_path):
-    assert_one_error_line(
-        refsim(capsys, "run", KWS),
-        f"{KWS}: executing a .tflite model is not implemented yet",
-        "refsim inspect",
-    )
-    disguised = tmp_path / "kws.pte"  # told by its identifier, not the ET12 identifier error
+def test_run_a_tflite_executes_it(capsys, tmp_path):
+    code, out, err = refsim(capsys, "run", KWS)
+    assert code == 0, err
+    assert "tflm::conv_2d" in out and "output0: int8 [1, 12]" in out
+    disguised = tmp_path / "kws.pte"  # told by its identifier, not by the name
     shutil.copy(KWS, disguised)
-    assert_one_error_line(refsim(capsys, "run", disguised), "not implemented yet")
+    assert refsim(capsys, "run", disguised)[0] == 0
 
 
-def test_program_load_refuses_a_tflite_in_one_line():
-    with pytest.raises(UnsupportedError, match=r"^executing a \.tflite model is not implemented yet"):
-        Program.load(KWS.read_bytes())
-    # a corrupt one gets its own error, not "not implemented"
+def test_run_dump_tensors_keys_are_tensor_indices(capsys, tmp_path):
+    dump = tmp_path / "t.npz"
+    code, _, err = refsim(capsys, "run", KWS, "--dump-tensors", dump)
+    assert code == 0, err
+    with np.load(dump) as z:
+        keys = sorted(map(int, z.files))
+        assert keys == [0, *range(22, 35)]  # the input and every operator output of kws_ref_model
+        assert z["22"].shape == (1, 25, 5, 64)
+
+
+def test_program_load_takes_a_tflite_and_refuses_a_corrupt_one():
+    assert Program.load(KWS.read_bytes()).runtime == "tflm"
+    assert Program.load(PTE_KWS).runtime == "executorch"
     with pytest.raises(ModelError, match=r"^subgraphs\[0\]\.operators\[2\]\.opcode_index"):
         Program.load(NAMED["opcode index"][0])
+
+
+def test_an_unsupported_operator_is_one_error_line(capsys, tmp_path):
+    b = ModelBuilder()
+    x = b.tensor((1, 4), TensorType.INT8, scale=0.5, zero_point=0)
+    y = b.tensor((1, 4), TensorType.INT8, scale=0.5, zero_point=0)
+    b.op(BuiltinOperator.ELU, [x], [y])
+    path = tmp_path / "elu.tflite"
+    path.write_bytes(write_model(b.build(inputs=[x], outputs=[y])))
+    assert_one_error_line(refsim(capsys, "run", path), "operator 0 (ELU): not supported")
 
 
 @pytest.mark.parametrize(
@@ -60,8 +78,6 @@ def test_a_corrupt_tflite_is_one_error_line(capsys, tmp_path, case, command):
     path.write_bytes(data)
     code, _, err = refsim(capsys, command, path)
     assert_one_error_line((code, "", err))
-    if case != "bad identifier":  # TFL2 is no known format: the .pte loader reports it
-        assert "not implemented" not in err
 
 
 def test_inspect_prints_ops_tensors_and_io(capsys):
