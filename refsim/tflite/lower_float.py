@@ -85,6 +85,8 @@ def _conv_like(cx: LowerContext, depthwise: bool) -> Call:
             f"filter is {cx.type(w).name.lower()} on a float32 input (TFLM: hybrid models are not supported)"
         )
     cx.expect_rank(w, 4)
+    cx.expect_rank(x, 4)
+    cx.expect_rank(y, 4)
     o = cx.options
     dilation = (o["dilation_h_factor"], o["dilation_w_factor"])
     _, kh, kw, _ = cx.shape(w)

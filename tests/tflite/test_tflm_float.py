@@ -15,6 +15,7 @@ import ctypes
 import ctypes.util
 import os
 from pathlib import Path
+from struct import error as struct_error
 
 import numpy as np
 import pytest
@@ -347,9 +348,9 @@ def test_strided_slice(data):
 # --- multi-op, refusals, the libm ----------------------------------------------------------------
 
 
-def test_small_float_network_every_tensor():
+def _small_float_network() -> tuple[bytes, list[int], int]:
     """conv -> depthwise -> avg pool -> mean -> FC -> softmax, with pad, hard-swish and an add on
-    the way: every intermediate tensor against the wheel's."""
+    the way: (the model, its intermediate tensors, its output)."""
     rng = np.random.default_rng(7)
     b = ModelBuilder()
 
@@ -380,10 +381,73 @@ def test_small_float_network_every_tensor():
     b.op(B.FULLY_CONNECTED, [t6, const([5, 8]), const([5])], [t7])
     y = b.tensor([1, 5], F32)
     b.op(B.SOFTMAX, [t7], [y], beta=1.0)
-    model = write_model(b.build(inputs=[x], outputs=[y]))
-    assert_bit_exact(
-        model, [rng.standard_normal((1, 10, 10, 3)).astype(np.float32)], [t0, t1, t2, t3, t4, t5, t6, t7, y]
+    return write_model(b.build(inputs=[x], outputs=[y])), [t0, t1, t2, t3, t4, t5, t6, t7], y
+
+
+def test_small_float_network_every_tensor():
+    """Every intermediate tensor of a nine-op float network against the wheel's."""
+    model, inner, y = _small_float_network()
+    data = np.random.default_rng(7).standard_normal((1, 10, 10, 3)).astype(np.float32)
+    assert_bit_exact(model, [data], [*inner, y])
+
+
+MUTATION_VALUES = [-7, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 8, 13, 100, 2**31 - 1, -(2**31)]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["shape", "option", "input", "rank"]), st.integers(0, 1000),
+                  st.sampled_from(MUTATION_VALUES)),
+        min_size=1, max_size=3,
     )
+)  # fmt: skip
+def test_mutated_float_network_runs_or_is_one_refsim_error(changes):
+    """Shapes, options, operator inputs and ranks of the float network set to boundary values:
+    the model loads, lowers and runs, or one RefsimError says why - never another exception."""
+    from dataclasses import replace
+
+    from refsim.errors import RefsimError
+    from refsim.runtime.program import Program
+
+    model = load_model(_small_float_network()[0]).model
+    for what, k, value in changes:
+        g = model.subgraphs[0]
+        tensors, ops = list(g.tensors), list(g.operators)
+        t, op = tensors[k % len(tensors)], ops[k % len(ops)]
+        if what == "shape" and t.shape:
+            shape = list(t.shape)
+            shape[k % len(shape)] = value % 16 if value >= 0 else value
+            tensors[k % len(tensors)] = replace(t, shape=tuple(shape))
+        elif what == "rank" and t.shape:
+            shape = list(t.shape)
+            shape = [*shape, 1] if value % 2 else shape[:-1]
+            tensors[k % len(tensors)] = replace(t, shape=tuple(shape))
+        elif what == "option" and op.builtin_options:
+            key = sorted(op.builtin_options)[k % len(op.builtin_options)]
+            old = op.builtin_options[key]
+            new = (not old) if isinstance(old, bool) else value
+            if isinstance(old, float):
+                new = float(value)
+            ops[k % len(ops)] = replace(op, builtin_options={**op.builtin_options, key: new})
+        elif what == "input":
+            ins = list(op.inputs)
+            ins[k % len(ins)] = value % (len(tensors) + 1) - 1
+            ops[k % len(ops)] = replace(op, inputs=tuple(ins))
+        model = replace(model, subgraphs=(replace(g, tensors=tuple(tensors), operators=tuple(ops)),))
+    try:
+        data = write_model(model, validate=False)
+    except (ValueError, OverflowError, TypeError, KeyError, struct_error):
+        event("not writable")  # a value the writer cannot encode in that field: nothing to read
+        return
+    try:
+        graph = load_model(data).model.subgraphs[0]
+        Program.load(data).method("forward").execute(
+            [np.ones(graph.tensors[i].shape, np.float32) for i in graph.inputs]
+        )
+        event("ran")
+    except RefsimError as exc:
+        assert "\n" not in str(exc)
+        event(f"refused: {type(exc).__name__}")
 
 
 @pytest.mark.parametrize(
