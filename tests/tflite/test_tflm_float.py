@@ -4,7 +4,8 @@ models, every output compared bit for bit.
 
 Bit-exact is the contract for every op here (kernels_py/tflm_float/__init__.py): the sums run in
 TFLM's order without contraction, and the transcendentals call the same host ``expf``/``tanhf``
-the wheel imports (checked directly in `test_libm_is_the_wheels`). What a device's newlib and
+the wheel imports (checked directly in `test_libm_is_the_wheels`). The wheel runs in
+tests/tflite/oracle.py's spawned worker (tests/tflite/tflm_worker.py says why). What a device's newlib and
 VFMA change is docs/tflite.md's business, not these tests'. The seed is printed by hypothesis
 (``print_blob``); run ``HYPOTHESIS_PROFILE=thorough`` for a long campaign.
 """
@@ -23,13 +24,14 @@ from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from refsim.errors import UnsupportedError
+from refsim.runtime.program import Program
 from refsim.tflite import load_model
 from refsim.tflite.schema import ActivationFunctionType as A
 from refsim.tflite.schema import BuiltinOperator as B
 from refsim.tflite.schema import Padding
 from refsim.tflite.schema import TensorType as T
 from refsim.tflite.writer import ModelBuilder, write_model
-from tests.tflite.tflm_oracle import assert_bit_exact, require_wheel
+from tests.tflite.oracle import tflm_run
 
 F32 = T.FLOAT32
 ACTIVATIONS = st.sampled_from([A.NONE, A.RELU, A.RELU6, A.RELU_N1_TO_1])
@@ -39,9 +41,27 @@ SPECIALS = np.array(
 )
 
 
-@pytest.fixture(autouse=True)
-def _wheel():
-    require_wheel()
+def assert_bit_exact(data: bytes, inputs: list[np.ndarray], indices: list[int]) -> None:
+    """Tensors ``indices`` after refsim's run equal TFLM's (tests/tflite/oracle.py's spawned
+    wheel) bit for bit: signed zeros and infinities exactly; a NaN as a NaN, since its sign and
+    payload follow the host FPU's NaN rules (x86 makes 0xffc00000, a Cortex-M 0x7fc00000) and
+    LLVM may swap a commutative operation's operands (oracle.assert_matches_tflm compares NaN
+    bits too, which IEEE special values in the inputs would trip)."""
+    method = Program.load(data).method("forward")
+    method.execute(list(inputs))
+    theirs, _ = tflm_run(data, inputs, indices)
+    for i in indices:
+        a, b = method.values[i].logical, theirs[i]
+        assert a.shape == b.shape, f"tensor {i}: shape {a.shape}, TFLM {b.shape}"
+        a_bits, b_bits = a.view(np.uint32).reshape(-1), b.view(np.uint32).reshape(-1)
+        both_nan = (np.isnan(a) & np.isnan(b)).reshape(-1)
+        diff = np.flatnonzero((a_bits != b_bits) & ~both_nan)
+        if diff.size:
+            k = int(diff[0])
+            pytest.fail(
+                f"tensor {i}: {diff.size} of {a.size} values differ from TFLM's bits; first at flat {k}: "
+                f"refsim {a.reshape(-1)[k]!r} ({a_bits[k]:#010x}), TFLM {b.reshape(-1)[k]!r} ({b_bits[k]:#010x})"
+            )
 
 
 @st.composite
@@ -407,7 +427,6 @@ def test_mutated_float_network_runs_or_is_one_refsim_error(changes):
     from dataclasses import replace
 
     from refsim.errors import RefsimError
-    from refsim.runtime.program import Program
 
     model = load_model(_small_float_network()[0]).model
     for what, k, value in changes:
@@ -454,7 +473,6 @@ def test_mutated_float_network_runs_or_is_one_refsim_error(changes):
     ("act", "message"), [(A.TANH, "fused activation TANH"), (A.SIGN_BIT, "fused activation SIGN_BIT")]
 )
 def test_unsupported_fused_activation_is_refused(act, message):
-    from refsim.runtime.program import Program
 
     b = ModelBuilder()
     x1, x2, y = b.tensor([4], F32), b.tensor([4], F32), b.tensor([4], F32)
@@ -464,7 +482,6 @@ def test_unsupported_fused_activation_is_refused(act, message):
 
 
 def test_hybrid_filter_is_refused():
-    from refsim.runtime.program import Program
 
     b = ModelBuilder()
     x = b.tensor([1, 4], F32)
@@ -524,7 +541,6 @@ def test_mlperf_tiny_float_models_every_tensor(name):
 def test_hybrid_mlperf_tiny_model_is_refused():
     """kws_ref_model_float32 has int8 weights on float activations; TFLM's Prepare refuses it
     ("Hybrid models are not supported on TFLite Micro"), and so does refsim, by name."""
-    from refsim.runtime.program import Program
 
     with pytest.raises(UnsupportedError, match=r"operator 0 \(CONV_2D\): filter is int8 .*hybrid"):
         Program.load((FLOAT_FIXTURES / "kws_ref_model_float32.tflite").read_bytes())
