@@ -1,4 +1,5 @@
-"""``refsim run MODEL.pte``: execute a method bit-exactly and report what it did.
+"""``refsim run MODEL``: execute a .pte method, or a .tflite model as TFLM does, bit-exactly and
+report what it did.
 
 Inputs come from ``--inputs in.npz`` (keys ``input0``, ``input1``, ... in logical shape) or
 are drawn at random from ``--seed``. A float array given for an int8 input is quantized with
@@ -26,7 +27,7 @@ ISAS = ("scalar", "dsp", "mve")
 
 @app.command()
 def run(
-    model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program.")],
+    model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program or a .tflite model.")],
     inputs: Annotated[Path | None, typer.Option("--inputs", help="npz with input0, input1, ...")] = None,
     outputs: Annotated[Path | None, typer.Option("--outputs", help="Write output0, ... to this npz.")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the run report as JSON.")] = None,
@@ -60,11 +61,12 @@ def run(
         Path | None,
         typer.Option(
             "--dump-tensors",
-            help="Write every intermediate tensor to this npz, keyed by value index, in memory order.",
+            help="Write every intermediate tensor to this npz, keyed by value index (a .tflite: tensor "
+            "index), in memory order.",
         ),
     ] = None,
 ) -> None:
-    """Run MODEL.pte's method in its planned arenas with the golden kernels."""
+    """Run MODEL (.pte or .tflite) in its planned arenas with the golden kernels."""
     from refsim.runtime import Program
     from refsim.runtime.describe import constant_bytes, io_quantization, method_ops, scratch_bytes
 
@@ -72,7 +74,7 @@ def run(
         raise RefsimError(f"--isa must be one of {', '.join(ISAS)}, got {isa!r}")
     if not estimate_cycles and (cpu or system or clock_mhz is not None or plot):
         raise RefsimError("--cpu, --system, --clock-mhz and --plot need --estimate-cycles")
-    program = Program.load(model)  # a .tflite: validated, then one line saying it cannot run yet
+    program = Program.load(model)  # a .tflite is lowered into the same program (refsim/tflite/lower.py)
     method = program.method(method_name)
     estimate = None
     if estimate_cycles:
