@@ -29,7 +29,18 @@ def io_quantization(program: Program, method: str, kind: str, index: int) -> IOQ
     """The quantization of ``{method}_{kind}{index}`` (kind "input"/"output"), if exported.
 
     None as well when the zero point is not an integer (a NaN or infinite Double in a corrupt
-    or hand-made file): there is no quantization to report or apply."""
+    or hand-made file): there is no quantization to report or apply. A lowered .tflite has no
+    constant methods: its subgraph input or output tensor's own (per-tensor) quantization is it."""
+    lowered = getattr(program.file, "origins", None) is not None
+    if lowered:
+        graph = program.file.file.model.subgraphs[program.file.subgraph]
+        tensors = graph.inputs if kind == "input" else graph.outputs
+        if not 0 <= index < len(tensors):
+            return None
+        q = graph.tensors[tensors[index]].quantization
+        if q is None or len(q.scale) != 1:
+            return None
+        return IOQuant(float(q.scale[0]), int(q.zero_point[0]) if q.zero_point else 0, -128, 127, None)
     prefix = f"{method}_{kind}{index}"
     scale = program.constant_method(f"{prefix}_scale")
     zp = program.constant_method(f"{prefix}_zp")

@@ -133,3 +133,19 @@ def test_inspect_every_seed_model(capsys, tmp_path):
 
 def test_inspect_memory_is_not_there_yet(capsys):
     assert_one_error_line(refsim(capsys, "inspect", KWS, "--memory"), "not implemented for a .tflite")
+
+
+def test_a_float_input_is_quantized_with_the_input_tensors_quantization(capsys, tmp_path):
+    from kernels_py.quantize import quantize_per_tensor
+
+    x = np.random.default_rng(0).standard_normal((1, 49, 10, 1)).astype(np.float32) * 20
+    np.savez(tmp_path / "f.npz", input0=x)
+    code, _, err = refsim(capsys, "run", KWS, "--inputs", tmp_path / "f.npz", "--outputs", tmp_path / "o.npz")
+    assert code == 0, err
+    from refsim.tflite import load_model
+
+    quant = load_model(KWS).model.subgraphs[0].tensors[0].quantization  # the input tensor's
+    q = quantize_per_tensor(x, quant.scale[0], quant.zero_point[0], -128, 127)
+    expected = Program.load(KWS).method().execute([q])[0]
+    with np.load(tmp_path / "o.npz") as z:
+        np.testing.assert_array_equal(z["output0"], expected)
