@@ -64,6 +64,18 @@ def assert_bit_exact(data: bytes, inputs: list[np.ndarray], indices: list[int]) 
             )
 
 
+def assert_bit_exact_any(data: bytes, inputs: list[np.ndarray], indices: list[int]) -> None:
+    """`assert_bit_exact` for float32 tensors; integer tensors compared exactly."""
+    method = Program.load(data).method("forward")
+    method.execute(list(inputs))
+    theirs, _ = tflm_run(data, inputs, indices)
+    floats_only = [i for i in indices if method.values[i].dtype == np.float32]
+    for i in indices:
+        if i not in floats_only:
+            np.testing.assert_array_equal(method.values[i].logical, theirs[i], err_msg=f"tensor {i}")
+    assert_bit_exact(data, inputs, floats_only)
+
+
 @st.composite
 def floats(draw, shape: tuple[int, ...], specials: bool = False) -> np.ndarray:
     """Float32 data of mixed magnitudes (so that the summation order shows in the last bits),
@@ -596,3 +608,27 @@ def test_a_shrunk_axis_with_a_negative_stride_is_refused_as_tflm_leaves_it_unwri
     assert not np.isin(theirs[y], x).any(), f"TFLM wrote {theirs[y]} from the input {x}"
     with pytest.raises(UnsupportedError, match=r"operator 0 \(STRIDED_SLICE\): TFLM's Eval would take"):
         Program.load(model)
+
+
+def test_mixed_float_and_int8_model_every_tensor():
+    """float32 in, QUANTIZE to int8, int8 RELU6, DEQUANTIZE, then the float kernels (MUL by a
+    constant, HARD_SWISH, SOFTMAX): the float and the int8 lowerings side by side, every tensor
+    against the wheel's."""
+    b = ModelBuilder()
+    x = b.tensor([2, 16], F32)
+    q = b.tensor([2, 16], T.INT8, scale=0.05, zero_point=-3)
+    b.op(B.QUANTIZE, [x], [q])
+    r = b.tensor([2, 16], T.INT8, scale=0.05, zero_point=-3)
+    b.op(B.RELU6, [q], [r])
+    d = b.tensor([2, 16], F32)
+    b.op(B.DEQUANTIZE, [r], [d])
+    k = b.tensor([16], F32, data=np.linspace(-2, 2, 16, dtype=np.float32))
+    m = b.tensor([2, 16], F32)
+    b.op(B.MUL, [d, k], [m])
+    h = b.tensor([2, 16], F32)
+    b.op(B.HARD_SWISH, [m], [h])
+    y = b.tensor([2, 16], F32)
+    b.op(B.SOFTMAX, [h], [y], beta=1.0)
+    model = write_model(b.build(inputs=[x], outputs=[y]))
+    data = (np.random.default_rng(11).standard_normal((2, 16)) * 4).astype(np.float32)
+    assert_bit_exact_any(model, [data], [q, r, d, m, h, y])
