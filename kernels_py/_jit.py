@@ -21,7 +21,7 @@ import numba
 
 def _sources_digest() -> str:
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     h.update(numba.__version__.encode())
