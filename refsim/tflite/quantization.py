@@ -76,20 +76,6 @@ def activation_range(
     raise UnsupportedError(f"fused activation {activation.name} on a quantized output (TFLM refuses it)")
 
 
-def float_activation_range(activation: ActivationFunctionType) -> tuple[float, float]:
-    """``CalculateActivationRange`` for float32 (kernels/internal/... ``CalculateActivationRange``)."""
-    A = ActivationFunctionType
-    bounds = {
-        A.NONE: (-math.inf, math.inf),
-        A.RELU: (0.0, math.inf),
-        A.RELU6: (0.0, 6.0),
-        A.RELU_N1_TO_1: (-1.0, 1.0),
-    }
-    if activation not in bounds:
-        raise UnsupportedError(f"fused activation {activation.name} on a float output")
-    return bounds[activation]
-
-
 @dataclass(frozen=True)
 class WindowPadding:
     """``TfLitePaddingValues``: the top/left padding CMSIS-NN receives, plus the extra
