@@ -66,6 +66,9 @@ def tflm_sizes(word_size: int = 32, path: Path = DATA) -> TflmSizes:
     try:
         data = json.loads(path.read_text())
         table = data[f"word{word_size}"]
-        return TflmSizes(word_size, dict(table["sizeof"]), dict(table["alignof"]), data.get("provenance", {}))
+        sizeof = dict(table["sizeof"])
+        if word_size == 64:  # the wheel's own sizes where its newer TFLM differs (see "wheel64")
+            sizeof.update(data.get("wheel64", {}).get("sizeof", {}))
+        return TflmSizes(word_size, sizeof, dict(table["alignof"]), data.get("provenance", {}))
     except (OSError, ValueError, KeyError) as exc:
         raise SizesError(f"TFLM sizes: cannot read the {word_size}-bit table of {path}: {exc}") from exc
