@@ -4,7 +4,8 @@
 
 ``total``/``head``/``tail``: RecordingMicroAllocator::PrintAllocations (stderr, captured through
 fd 2) on a 1 MiB arena. ``min``: the smallest ``arena_size`` ``Interpreter.from_bytes`` accepts,
-by bisection (each try builds a fresh interpreter; AllocateTensors runs in its constructor).
+by bisection (each try builds a fresh interpreter in a forked child; AllocateTensors runs in its
+constructor, and a crash counts as a refusal).
 """
 
 import json
@@ -32,18 +33,20 @@ def report(data: bytes, arena: int) -> dict:
 
 
 def fits(data: bytes, arena: int) -> bool:
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        runtime.Interpreter.from_bytes(data, arena_size=arena)
-        return True
-    except RuntimeError:
-        return False
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+    """Whether AllocateTensors accepts ``arena`` bytes, tried in a forked child: on some too-small
+    arenas TFLM writes through a failed allocation (e.g. fully_connected_common.cc's per-channel
+    arrays are not checked for nullptr) and crashes, which counts as not accepted."""
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        try:
+            runtime.Interpreter.from_bytes(data, arena_size=arena)
+            os._exit(0)
+        except RuntimeError:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def main() -> None:
