@@ -191,7 +191,78 @@ def _single_op_models() -> dict[str, object]:
         b.op(B.SOFTMAX, [z], [s], beta=1.0)
         return b.build([x, x2], [s])
 
+    def unary(code, out_scale=0.05, out_zp=0, in_type=TensorType.INT8, out_type=TensorType.INT8, **options):
+        b = ModelBuilder()
+        x = b.tensor(
+            (1, 4, 4, 3), in_type, scale=None if in_type == TensorType.FLOAT32 else 0.05, zero_point=0
+        )
+        y = b.tensor(
+            (1, 4, 4, 3),
+            out_type,
+            scale=None if out_type == TensorType.FLOAT32 else out_scale,
+            zero_point=out_zp,
+        )
+        b.op(code, [x], [y], **options)
+        return b.build([x], [y])
+
+    def const_i32(b, values):
+        return b.tensor((len(values),), TensorType.INT32, data=np.array(values, np.int32))
+
+    def pad():
+        b = ModelBuilder()
+        x, y = q(b, (1, 4, 4, 3)), q(b, (1, 6, 6, 3))
+        pads = b.tensor((4, 2), TensorType.INT32, data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))
+        b.op(B.PAD, [x, pads], [y])
+        return b.build([x], [y])
+
+    def transpose():
+        b = ModelBuilder()
+        x, y = q(b, (1, 4, 5, 3)), q(b, (1, 3, 4, 5))
+        b.op(B.TRANSPOSE, [x, const_i32(b, [0, 3, 1, 2])], [y])
+        return b.build([x], [y])
+
+    def concat():
+        b = ModelBuilder()
+        x1, x2, x3, y = q(b, (1, 4, 4, 3)), q(b, (1, 4, 4, 5)), q(b, (1, 4, 4, 2)), q(b, (1, 4, 4, 10))
+        b.op(B.CONCATENATION, [x1, x2, x3], [y], axis=3)
+        return b.build([x1, x2, x3], [y])
+
+    def strided_slice():
+        b = ModelBuilder()
+        x, y = q(b, (1, 8, 8, 4)), q(b, (1, 4, 4, 4))
+        b.op(
+            B.STRIDED_SLICE,
+            [x, const_i32(b, [0, 0, 0, 0]), const_i32(b, [1, 8, 8, 4]), const_i32(b, [1, 2, 2, 1])],
+            [y],
+        )
+        return b.build([x], [y])
+
+    def squeeze():
+        b = ModelBuilder()
+        x, y = q(b, (1, 1, 1, 12)), q(b, (1, 12))
+        b.op(B.SQUEEZE, [x], [y], squeeze_dims=(1, 2))
+        return b.build([x], [y])
+
+    def mul():
+        b = ModelBuilder()
+        x1, x2, y = q(b, (1, 4, 4, 3)), q(b, (1, 4, 4, 3)), q(b, (1, 4, 4, 3), scale=0.01)
+        b.op(B.MUL, [x1, x2], [y])
+        return b.build([x1, x2], [y])
+
     return {
+        "quantize": unary(B.QUANTIZE, in_type=TensorType.FLOAT32),
+        "dequantize": unary(B.DEQUANTIZE, out_type=TensorType.FLOAT32),
+        "relu": unary(B.RELU),
+        "relu6": unary(B.RELU6),
+        "logistic": unary(B.LOGISTIC, out_scale=1 / 256, out_zp=-128),
+        "tanh": unary(B.TANH, out_scale=1 / 128),
+        "hard_swish": unary(B.HARD_SWISH),
+        "pad": pad(),
+        "transpose": transpose(),
+        "concatenation": concat(),
+        "strided_slice": strided_slice(),
+        "squeeze": squeeze(),
+        "mul": mul(),
         "conv_3x3_same_s1": conv(1, 0, 4, 3, 3),
         "conv_3x3_valid_s2": conv(2, 1, 3, 3, 3),
         "conv_1x1": conv(1, 1, 8, 1, 1),
@@ -270,11 +341,11 @@ def test_cli_unmodelled_operator_is_one_line(capsys, tmp_path):
     b = ModelBuilder()
     x = b.tensor((1, 4), TensorType.INT8, scale=0.1, zero_point=0)
     y = b.tensor((1, 4), TensorType.INT8, scale=0.1, zero_point=0)
-    b.op(B.TANH, [x], [y])
-    path = tmp_path / "tanh.tflite"
+    b.op(B.EXP, [x], [y])
+    path = tmp_path / "exp.tflite"
     path.write_bytes(write_model(b.build([x], [y])))
     assert_one_error_line(
-        refsim(capsys, "inspect", path, "--memory", "--cpu", "cortex-m4"), "operator 0 (TANH)"
+        refsim(capsys, "inspect", path, "--memory", "--cpu", "cortex-m4"), "operator 0 (EXP)"
     )
     with pytest.raises(UnsupportedKernel):
         predict(load_model(path).model, setup_for("cortex-m4"))

@@ -82,7 +82,13 @@ FLAGS_32: tuple[str, ...] = (
 #: OpDataFullyConnected carry the two scratch indices, 80 and 72 bytes, as the arena report shows).
 FLAGS_64: tuple[str, ...] = ("-std=c++17", "-O2", "-DTF_LITE_STATIC_MEMORY=1", "-DUSE_TFLM_COMPRESSION=1")
 #: Probe files per word size (the CMSIS-NN kernels only exist in the Cortex-M build).
-FILES_64 = ("framework.cpp", "builtin_params.cpp", "reference_kernels.cpp")
+FILES_64 = (
+    "framework.cpp",
+    "builtin_params.cpp",
+    "reference_kernels.cpp",
+    "reference_concatenation.cpp",
+    "reference_tanh.cpp",
+)
 
 _SYMBOL = re.compile(r"^[0-9a-fA-F]+ ([0-9a-fA-F]+) [RrDdBb] refsim_(sizeof|alignof|value)__(\w+)$")
 

@@ -285,7 +285,11 @@ def replay(model: Model, setup: Setup, arena_size: int, base: int = ARENA_BASE) 
     for gi in range(len(model.subgraphs)):
         for i, k in enumerate(kernels[gi]):
             if k.params:
-                obj(k.params, f"core/api/flatbuffer_conversions.cc:Allocate<{k.params}>", f"op {i}: {k.params}")
+                obj(
+                    k.params,
+                    f"core/api/flatbuffer_conversions.cc:Allocate<{k.params}>",
+                    f"op {i}: {k.params}",
+                )
     # InitSubgraphs
     for gi in range(len(model.subgraphs)):
         for i, k in enumerate(kernels[gi]):

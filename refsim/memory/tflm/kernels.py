@@ -325,6 +325,58 @@ def _add(source: str):
     return prepare
 
 
+def _temps(source: str, *order: str):
+    """A Prepare that only takes temp tensors, in ``order``: ``"in<i>"``, ``"out<i>"``, or ``"in*"``
+    (every input in turn); its types must be int8 or float32."""
+
+    def prepare(ctx, op, tensors, options, cfg) -> None:
+        for item in order:
+            kinds = range(len(op.inputs)) if item == "in*" else [int(item[-1])]
+            for i in kinds:
+                index = _output(op, i) if item.startswith("out") else _input(op, i)
+                t = ctx.temp_tensor(index, source)
+                if t is not None and t.type not in (TensorType.INT8, TensorType.FLOAT32, TensorType.INT32):
+                    raise UnsupportedKernel(
+                        f"TFLM arena: {t.type.name} tensors are not modelled here ({source})"
+                    )
+
+    return prepare
+
+
+#: Operators whose Init and Prepare are the same in both kernel sets (the cmsis_nn build's mul.cc,
+#: pad.cc and transpose.cc register mul_common.cc's, pad_common.cc's and transpose_common.cc's).
+_COMMON: dict[str, Kernel] = {
+    "QUANTIZE": Kernel(None, "OpDataQuantizeReference", "kernels/quantize.cc:InitQuantizeReference",
+                       _temps("kernels/quantize_common.cc:PrepareQuantizeReference", "in0", "out0")),
+    "DEQUANTIZE": Kernel(None, "DequantizeOpData", "kernels/dequantize.cc:DequantizeInit",
+                         _temps("kernels/dequantize_common.cc:DequantizePrepare", "in0", "out0")),
+    "MUL": Kernel("TfLiteMulParams", "OpDataMul", "kernels/mul_common.cc:MulInit",
+                  _temps("kernels/mul_common.cc:CalculateOpDataMul", "in0", "in1", "out0")),
+    "PAD": Kernel(None, "pad_OpData", "kernels/pad_common.cc:PadInit",
+                  _temps("kernels/pad_common.cc:PadPrepare", "in0", "in1", "in2", "out0")),
+    "RELU": Kernel(None, "ReluOpData", "kernels/activations.cc:ReluInit",
+                   _temps("kernels/activations_common.cc:ReluPrepare", "in0", "out0")),
+    "RELU6": Kernel(None, "Relu6OpData", "kernels/activations.cc:Relu6Init",
+                    _temps("kernels/activations_common.cc:Relu6Prepare", "in0")),
+    "LOGISTIC": Kernel(None, "OpDataLogistic", "kernels/logistic.cc:LogisticInit",
+                       _temps("kernels/logistic_common.cc:CalculateArithmeticOpDataLogistic", "in0", "out0")),
+    "TANH": Kernel(None, "tanh_OpData", "kernels/tanh.cc:TanhInit",
+                   _temps("kernels/tanh.cc:TanhPrepare, CalculateArithmeticOpData", "in0", "in0", "out0")),
+    "HARD_SWISH": Kernel(None, "HardSwishParams", "kernels/hard_swish.cc:HardSwishInit",
+                         _temps("kernels/hard_swish_common.cc:HardSwishPrepare", "in0", "out0")),
+    "TRANSPOSE": Kernel(None, None, "kernels/transpose.cc (no Init)",
+                        _temps("kernels/transpose.h:TransposeContext", "in0", "in1", "out0")),
+    "CONCATENATION": Kernel("TfLiteConcatenationParams", "concatenation_OpData",
+                            "kernels/concatenation.cc:ConcatenationInit",
+                            _temps("kernels/concatenation.cc:ConcatenationPrepare", "in0", "out0", "in*")),
+    "STRIDED_SLICE": Kernel("TfLiteStridedSliceParams", "StridedSliceParams",
+                            "kernels/strided_slice_common.cc:StridedSliceInit",
+                            _temps("kernels/strided_slice_common.cc:StridedSliceContext", "in0", "in1", "in2", "in3", "out0")),
+    "SQUEEZE": Kernel("TfLiteSqueezeParams", None, "kernels/squeeze.cc (no Init)",
+                      _temps("kernels/squeeze.cc:SqueezeContext", "in0", "out0")),
+}  # fmt: skip
+
+
 KERNELS: dict[tuple[str, str], Kernel] = {
     ("CONV_2D", "cmsis_nn"): Kernel("TfLiteConvParams", "cmsis_nn_conv_OpData", "kernels/cmsis_nn/conv.cc:Init", _conv_cmsis),
     ("CONV_2D", "reference"): Kernel("TfLiteConvParams", "OpDataConv", f"{_CONV}:ConvInit", _conv_reference),
@@ -357,6 +409,9 @@ KERNELS: dict[tuple[str, str], Kernel] = {
     ("ADD", "cmsis_nn"): Kernel("TfLiteAddParams", "cmsis_nn_add_OpData", "kernels/cmsis_nn/add.cc:InitAdd", _add("kernels/cmsis_nn/add.cc:PrepareAdd")),
     ("ADD", "reference"): Kernel("TfLiteAddParams", "OpDataAdd", "kernels/add.cc:AddInit", _add("kernels/add_common.cc:AddPrepare")),
 }  # fmt: skip
+
+
+KERNELS.update({(name, ks): k for name, k in _COMMON.items() for ks in KERNEL_SETS})
 
 
 def kernel_for(op_name: str, index: int, cfg: KernelConfig) -> Kernel:
