@@ -174,9 +174,10 @@ class Section:
     origin: str  # the object or archive(member) it came from
 
 
-def map_sections(map_file: Path) -> list[Section]:
-    """The kept input sections of ``map_file`` that go to flash (the part after "Linker script
-    and memory map"; discarded sections and fill are skipped)."""
+def map_sections(map_file: Path, prefixes: tuple[str, ...] = _FLASH) -> list[Section]:
+    """The kept input sections of ``map_file`` whose names start with one of ``prefixes`` (by
+    default those that go to flash; the part after "Linker script and memory map"; discarded
+    sections and fill are skipped)."""
     text = map_file.read_text()
     at = text.find("Linker script and memory map")
     if at < 0:
@@ -191,7 +192,7 @@ def map_sections(map_file: Path) -> list[Section]:
         m = entry.match(line)
         if m:
             name = m.group(1) or pending
-            if name and name.startswith(_FLASH) and int(m.group(3), 16) > 0:
+            if name and name.startswith(prefixes) and int(m.group(3), 16) > 0:
                 out.append(Section(name, int(m.group(2), 16), int(m.group(3), 16), m.group(4).strip()))
         pending = None
     return out
