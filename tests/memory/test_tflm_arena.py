@@ -249,7 +249,14 @@ def _single_op_models() -> dict[str, object]:
         b.op(B.MUL, [x1, x2], [y])
         return b.build([x1, x2], [y])
 
+    def mean():
+        b = ModelBuilder()
+        x, y = q(b, (1, 5, 5, 8)), q(b, (1, 1, 1, 8), scale=0.04)
+        b.op(B.MEAN, [x, const_i32(b, [1, 2])], [y], keep_dims=True)
+        return b.build([x], [y])
+
     return {
+        "mean": mean(),
         "quantize": unary(B.QUANTIZE, in_type=TensorType.FLOAT32),
         "dequantize": unary(B.DEQUANTIZE, out_type=TensorType.FLOAT32),
         "relu": unary(B.RELU),
