@@ -29,7 +29,7 @@ from kernels_py.pooling import avgpool_s8_get_buffer_size
 from kernels_py.types import ConvParams, Dims, DwConvParams, Tile
 from refsim.errors import RefsimError
 from refsim.tflite.model import Operator, Tensor
-from refsim.tflite.schema import TensorType
+from refsim.tflite.schema import Padding, TensorType
 
 KERNEL_SETS = ("cmsis_nn", "reference")
 
@@ -90,7 +90,7 @@ def _int8_or_float(op_name: str, t: Tensor) -> None:
 def _padding(options: dict, in_h: int, in_w: int, f_h: int, f_w: int) -> Tile:
     """kernels/padding.h ComputePaddingHeightWidth: the output size TFLite computes, then half the
     total padding (rounded down)."""
-    same = options["padding"].name == "SAME"
+    same = Padding(options["padding"]) == Padding.SAME  # an int from an in-memory ModelBuilder model
 
     def one(stride: int, dilation: int, size: int, fsize: int) -> int:
         eff = (fsize - 1) * dilation + 1
