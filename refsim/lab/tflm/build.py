@@ -323,6 +323,39 @@ def c_flags(core: str, level: str = OPT_THIRD_PARTY) -> list[str]:
     return [*C_FLAGS, *COMMON_FLAGS, *TARGETS[core].platform_flags, level]
 
 
+#: TFLM's platform flags that do not name the architecture (cortex_m_generic_makefile.inc, after
+#: FLAGS_GCC); the -mcpu/-mfpu/-mfloat-abi are the core's own (refsim.qemu.cores).
+_PLATFORM_COMMON: tuple[str, ...] = (
+    "-DTF_LITE_MCU_DEBUG_LOG",
+    "-mthumb",
+    "-mlittle-endian",
+    "-Wno-type-limits",
+    "-Wno-unused-private-field",
+    "-fomit-frame-pointer",
+    "-funsigned-char",
+)
+
+
+def cmsis_nn_profile():
+    """The CMSIS-NN build profile TFLM links: CMSIS-NN's sources at the Makefile's
+    THIRD_PARTY_KERNEL_OPTIMIZATION_LEVEL (-O2, set as CMSIS-NN's ``CMSIS_OPTIMIZATION_LEVEL``)
+    with TFLM's C flags (C_FLAGS, COMMON_FLAGS: release build, F16/F32 off; the platform flags
+    but the architecture's, which the core gives), for ``refsim calibrate --profile tflm``. The
+    CORE/ARM_CPU defines are left out: CMSIS-NN reads the ACLE feature macros the -mcpu sets."""
+    from refsim.qemu.library import BuildProfile
+
+    return BuildProfile(
+        name="tflm",
+        cmake_options=(f"CMSIS_OPTIMIZATION_LEVEL={OPT_THIRD_PARTY}",),
+        c_flags=(*C_FLAGS, *COMMON_FLAGS, *_PLATFORM_COMMON),
+        description=(
+            f"TFLM 90b983c2's Makefile (TARGET=cortex_m_generic OPTIMIZED_KERNEL_DIR=cmsis_nn BUILD_TYPE=release): "
+            f"CMSIS-NN at THIRD_PARTY_KERNEL_OPTIMIZATION_LEVEL {OPT_THIRD_PARTY} with "
+            + ", ".join(FLAG_SOURCES)
+        ),
+    )
+
+
 @dataclass(frozen=True)
 class TflmObjects:
     """TFLM and CMSIS-NN compiled for one core: the objects by group (for the flash split)."""
