@@ -21,7 +21,7 @@ def print_estimate(console, est: Estimate, memory: dict, estimate_ms: float) -> 
     table = Table(
         "#", "op", "CMSIS-NN variant", "MACs", "cycles", "share", "cycles/MAC",
         title=f"estimate: {t.cpu} ({t.isa}), system {system}, {est.library} calibration"
-              + (f"\nCMSIS-NN build: {est.profile}" if est.profile else ""),
+              + (f"\nCMSIS-NN build: {est.profile}" if getattr(est, "profile", "") else ""),
     )  # fmt: skip
     for r in est.rows:
         if r.estimated:

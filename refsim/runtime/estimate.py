@@ -349,7 +349,7 @@ def report_fields(est: Estimate) -> dict:
         "clock_mhz": est.target.clock_mhz,
         "system": getattr(est.target.system, "name", None),
         "library": est.library,
-        "cmsis_nn_build": est.profile,
+        "cmsis_nn_build": getattr(est, "profile", ""),
         "cycles_total": est.cycles_total,
         "latency_ms": round(est.latency_ms, 6),
         "estimate_complete": est.complete,
