@@ -399,7 +399,7 @@ def tflm_objects(core: str, sources: Sources, build: Path, ops: Sequence[str]) -
     digest = hashlib.sha256(
         "\0".join([*cxx_flags(core), *c_flags(core), *includes, tool("arm-none-eabi-g++")]).encode()
     ).hexdigest()[:12]
-    objdir = build / f"tflm-{core}-{digest}"
+    objdir = build / f"tflm-{TARGETS[core].board or core}-{digest}"  # the M85 reuses the M55 build
     groups = {}
     for group, root, units, command in (
         ("core", sources.tflm, core_sources(sources), [gxx, *cxx_flags(core, OPT_CORE), *includes]),
