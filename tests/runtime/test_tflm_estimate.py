@@ -13,7 +13,7 @@ import pytest
 
 from isa_models.cortex_m import tflm_dispatch
 from refsim.runtime import Program
-from refsim.runtime.estimate import TFLM_LIBRARY, estimate_method
+from refsim.runtime.estimate import TFLM_LIBRARY, estimate_method, report_fields
 from refsim.tflite import BuiltinOperator, TensorType
 from refsim.tflite.writer import ModelBuilder, write_model
 from tests.cli_util import refsim
@@ -62,6 +62,8 @@ def test_tflite_report_names_the_cmsis_nn_build_and_prices_tflm_dispatch(capsys)
     row = next(r for r in est.rows if r.variant == "MicroInterpreter::Invoke")
     assert row.estimated and row.cost.cycles == loop.cycles > 0
     assert est.profile.startswith("TFLM's Makefile build")
+    fields = report_fields(est)
+    assert fields["library"] == "cmsis-nn-tflm" and fields["cmsis_nn_build"] == est.profile
 
 
 def test_the_pte_path_keeps_executorch_pricing():
