@@ -4,6 +4,12 @@ and fit the Cortex-M cost formulas (isa_models.cortex_m), writing
 
     refsim calibrate                                   # kernels_c, every core
     refsim calibrate --kernels-dir ~/CMSIS-NN --library cmsis-nn --cpu cortex-m55
+    refsim calibrate --kernels-dir ~/CMSIS-NN-4ab83cc3 --profile tflm --cpu cortex-m4   # -> cmsis-nn-tflm/
+
+A ``--profile`` is how a runtime builds the library (refsim.qemu.library.BuildProfile):
+``cmake`` (default) is CMSIS-NN's own CMake project at -Ofast, which ExecuTorch links unchanged;
+``tflm`` is TFLM's Makefile build of CMSIS-NN (-O2 and TFLM's flags,
+refsim.lab.tflm.build.cmsis_nn_profile), calibrated as library ``cmsis-nn-tflm``.
 
 The sweep is each formula family's own (``isa_models.cortex_m.<family>.sweep``,
 :func:`isa_models.cortex_m.formulas.sweep`): shapes chosen per routing variant so each feature
@@ -263,6 +269,23 @@ def _tree_hash(root: Path, patterns: Sequence[str]) -> str:
     return h.hexdigest()[:16]
 
 
+def build_profile(name: str):
+    """The :class:`refsim.qemu.library.BuildProfile` called ``name`` (``cmake`` or ``tflm``)."""
+    from refsim.qemu.library import DEFAULT_PROFILE
+
+    if name == DEFAULT_PROFILE.name:
+        return DEFAULT_PROFILE
+    if name == "tflm":
+        from refsim.lab.tflm.build import cmsis_nn_profile
+
+        return cmsis_nn_profile()
+    raise RefsimError(f"--profile {name!r}: expected cmake (CMSIS-NN's own CMake, ExecuTorch) or tflm")
+
+
+#: The calibration library a profile writes by default.
+PROFILE_LIBRARY = {"cmake": "cmsis-nn", "tflm": "cmsis-nn-tflm"}
+
+
 def provenance(
     library: str,
     kernels_dir: Path | None,
@@ -271,9 +294,11 @@ def provenance(
     argv: Sequence[str],
     *,
     mcpu: str = "",
+    profile: Any = None,
 ) -> dict:
     from refsim.qemu.build import KERNELS_C
     from refsim.qemu.cores import COMMON_CFLAGS
+    from refsim.qemu.library import LIBRARY_CFLAGS
     from refsim.qemu.toolchain import find_toolchain
 
     toolchain = find_toolchain()
@@ -296,6 +321,17 @@ def provenance(
         "command": "refsim calibrate " + " ".join(shlex.quote(a) for a in argv),
         "date": datetime.date.today().isoformat(),
         "cycles_source": cycles_source,
+        **(
+            {
+                "build_profile": profile.name,
+                "build_profile_source": profile.description,
+                "library_flags": " ".join((*core.gcc_flags, *LIBRARY_CFLAGS, *profile.c_flags))
+                + " "
+                + " ".join(f"-D{o}" for o in profile.cmake_options),
+            }
+            if profile is not None and kernels_dir is not None
+            else {}
+        ),
     }
 
 
@@ -307,6 +343,7 @@ def calibrate_core(
     only: Sequence[str] | None,
     argv: Sequence[str],
     seed: int = 0,
+    profile: Any = None,
 ) -> dict:
     """Measure the sweep on one core model (isa_models.cortex_m.cores: cortex-m0plus .. m85; M0+ and M85
     run on their code path's QEMU board, timed with their own model) and return the document."""
@@ -324,7 +361,9 @@ def calibrate_core(
     if kernels_dir is not None:
         from refsim.qemu.conformance import build_library_harness
 
-        harness, available = build_library_harness(qcore, kernels_dir)
+        harness, available = build_library_harness(
+            qcore, kernels_dir, **({"profile": profile} if profile else {})
+        )
     measure, source = measurer(model.name, harness)
     rows = sweep_calls(model.tier, only, library, model.name)
     if available is not None:  # a library measures the functions it has (refsim_lut_s8 is ours)
@@ -352,7 +391,7 @@ def calibrate_core(
         )
         for (function, key, shape, held), (ins, cyc) in zip(rows, measured, strict=True)
     ]
-    prov = provenance(library, kernels_dir, qcore, source, argv, mcpu=model.gcc_mcpu)
+    prov = provenance(library, kernels_dir, qcore, source, argv, mcpu=model.gcc_mcpu, profile=profile)
     return calibration.build_document(library, model.name, model.tier, prov, measurements)
 
 
@@ -476,6 +515,14 @@ def calibrate(
             "--out-dir", help="Write <library>/<core>.json here (default isa_models/cortex_m/calibration)."
         ),
     ] = None,
+    profile: Annotated[
+        str,
+        typer.Option(
+            "--profile",
+            help="How the runtime builds the library: cmake (CMSIS-NN's own CMake, -Ofast; ExecuTorch) "
+            "or tflm (TFLM's Makefile, -O2; library cmsis-nn-tflm).",
+        ),
+    ] = "cmake",
     refit: Annotated[
         bool,
         typer.Option(
@@ -489,7 +536,10 @@ def calibrate(
 
     if kernels_dir is not None and not kernels_dir.is_dir():
         raise RefsimError(f"--kernels-dir {kernels_dir}: not a directory")
-    name = library or ("cmsis-nn" if kernels_dir is not None else "kernels_c")
+    chosen_profile = build_profile(profile)
+    if profile != "cmake" and kernels_dir is None:
+        raise RefsimError(f"--profile {profile}: needs --kernels-dir (a CMSIS-NN checkout)")
+    name = library or (PROFILE_LIBRARY[profile] if kernels_dir is not None else "kernels_c")
     LIBRARY_COMMIT.set(library_commit or "")
     argv = sys.argv[2:] if len(sys.argv) > 2 and sys.argv[1] == "calibrate" else []
     table = Table(
@@ -503,7 +553,14 @@ def calibrate(
                 raise RefsimError(f"--refit: no readable {name} calibration for {core} ({exc})") from None
             document = refit_document(shipped)
         else:
-            document = calibrate_core(core, library=name, kernels_dir=kernels_dir, only=kernel, argv=argv)
+            document = calibrate_core(
+                core,
+                library=name,
+                kernels_dir=kernels_dir,
+                only=kernel,
+                argv=argv,
+                profile=chosen_profile if kernels_dir is not None else None,
+            )
         path = calibration.path_for(name, core, out_dir)
         if kernel and not refit and path.is_file():
             document = merge_remeasured(json.loads(path.read_text()), document)

@@ -20,7 +20,8 @@ def print_estimate(console, est: Estimate, memory: dict, estimate_ms: float) -> 
     system = getattr(t.system, "name", "-")
     table = Table(
         "#", "op", "CMSIS-NN variant", "MACs", "cycles", "share", "cycles/MAC",
-        title=f"estimate: {t.cpu} ({t.isa}), system {system}, {est.library} calibration",
+        title=f"estimate: {t.cpu} ({t.isa}), system {system}, {est.library} calibration"
+              + (f"\nCMSIS-NN build: {est.profile}" if getattr(est, "profile", "") else ""),
     )  # fmt: skip
     for r in est.rows:
         if r.estimated:

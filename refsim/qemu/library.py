@@ -42,6 +42,24 @@ PUBLIC_API_ONLY = "-DRS_PUBLIC_API_ONLY=1"
 #: What a library's CMake build gets beyond the core's flags (gc-able sections, symbols for faults).
 LIBRARY_CFLAGS: tuple[str, ...] = ("-mthumb", "-g", "-ffunction-sections", "-fdata-sections")
 
+
+@dataclass(frozen=True)
+class BuildProfile:
+    """How a runtime builds the library: CMake cache options (``-D``) and C flags added after the
+    core's and :data:`LIBRARY_CFLAGS`. The default is the library's own CMake project at its
+    defaults (CMSIS-NN: ``CMSIS_OPTIMIZATION_LEVEL=-Ofast``), which is what ExecuTorch's
+    backends/cortex_m/CMakeLists.txt links (it adds CMSIS-NN's project unchanged). TFLM's Makefile
+    compiles CMSIS-NN itself, at its ``THIRD_PARTY_KERNEL_OPTIMIZATION_LEVEL`` (-O2) and its own
+    flags: :func:`refsim.lab.tflm.build.cmsis_nn_profile`."""
+
+    name: str
+    cmake_options: tuple[str, ...] = ()
+    c_flags: tuple[str, ...] = ()
+    description: str = "the library's own CMake project at its defaults (-Ofast for CMSIS-NN)"
+
+
+DEFAULT_PROFILE = BuildProfile("cmake")
+
 _DECLARED = re.compile(
     r"^[ \t]*(?!static\b|#|return\b)[A-Za-z_][\w \t\*]*?\b((?:arm|refsim|rs)_\w+)[ \t]*\(", re.M
 )
@@ -161,8 +179,10 @@ class CMakeBuild:
     sources: tuple[Path, ...]
 
 
-def cmake_build(core: Core, kernels_dir: Path, out: Path) -> CMakeBuild:
-    """Configure and build ``kernels_dir``'s CMake project for ``core`` in ``out``."""
+def cmake_build(
+    core: Core, kernels_dir: Path, out: Path, profile: BuildProfile = DEFAULT_PROFILE
+) -> CMakeBuild:
+    """Configure and build ``kernels_dir``'s CMake project for ``core`` in ``out`` with ``profile``."""
     cmake = str(find_cmake())
     toolchain = find_toolchain()
     gxx = toolchain.binutil("g++")
@@ -181,7 +201,8 @@ def cmake_build(core: Core, kernels_dir: Path, out: Path) -> CMakeBuild:
         f"-DCMAKE_CXX_COMPILER={gxx}",
         "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY",
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-        f"-DCMAKE_C_FLAGS={' '.join((*core.gcc_flags, *LIBRARY_CFLAGS))}",
+        f"-DCMAKE_C_FLAGS={' '.join((*core.gcc_flags, *LIBRARY_CFLAGS, *profile.c_flags))}",
+        *(f"-D{option}" for option in profile.cmake_options),
     ]
     _step(configure, core, "configuring the library with cmake")
     commands = json.loads((build / "compile_commands.json").read_text())
@@ -202,7 +223,7 @@ def cmake_build(core: Core, kernels_dir: Path, out: Path) -> CMakeBuild:
 
 
 def build_library_harness(
-    core: Core | str, kernels_dir: Path, *, force: bool = False
+    core: Core | str, kernels_dir: Path, *, force: bool = False, profile: BuildProfile = DEFAULT_PROFILE
 ) -> tuple[Harness, frozenset[str]]:
     """The harness linked against a user's CMSIS-NN-API library instead of kernels_c's kernels.
 
@@ -213,7 +234,8 @@ def build_library_harness(
     harness and the functions its ELF defines. The board's startup is compiled for the board's own
     core (:func:`_board_object`), so a core model run on another core's board (cortex-m0plus on
     the M3 board) builds. Cached like :func:`~refsim.qemu.build.build_harness`,
-    under ``<core>-lib-<key>``, the key also hashing every source and CMake file of the library.
+    under ``<core>-lib-<key>``, the key also hashing every source and CMake file of the library
+    and ``profile`` (how the runtime builds the library: :class:`BuildProfile`).
     """
     core = get_core(core) if isinstance(core, str) else core
     kernels_dir = kernels_dir.resolve()
@@ -225,12 +247,15 @@ def build_library_harness(
         f"-I{include}",
         *(f"-I{KERNELS_C / d}" for d in ("harness", "boards", "src")),
     ]
-    key = _library_key(core, kernels_dir, [*flags, f"cmake={uses_cmake}"])
+    if profile != DEFAULT_PROFILE and not uses_cmake:
+        raise QemuError(f"--kernels-dir {kernels_dir}: build profile {profile.name} needs a CMake project")
+    profile_key = [] if profile == DEFAULT_PROFILE else [f"profile={profile}"]
+    key = _library_key(core, kernels_dir, [*flags, f"cmake={uses_cmake}", *profile_key])
     final = cache_root() / f"{core.name}-lib-{key}"
     build_once(
         final,
         "harness.elf",
-        lambda staging: _build(core, kernels_dir, include, sources, flags, uses_cmake, staging),
+        lambda staging: _build(core, kernels_dir, include, sources, flags, uses_cmake, staging, profile),
         force=force,
     )
     harness = Harness(
@@ -247,6 +272,7 @@ def _build(
     flags: list[str],
     uses_cmake: bool,
     staging: Path,
+    profile: BuildProfile = DEFAULT_PROFILE,
 ) -> None:
     prelude = staging / "library_prelude.h"
     prelude.write_text(library_prelude(include))
@@ -262,7 +288,7 @@ def _build(
     board_object, board_log = _board_object(core, flags, prelude, staging)
     ours[ours.index(str(KERNELS_C / BOARD_CODE))] = str(board_object)
     if uses_cmake:
-        library = cmake_build(core, kernels_dir, staging)
+        library = cmake_build(core, kernels_dir, staging, profile)
         (staging / "library_sources.txt").write_text("".join(f"{p}\n" for p in library.sources))
         compiled = [*library.public_flags, *ours]
         linked = ["-Wl,--whole-archive", str(library.archive), "-Wl,--no-whole-archive"]
@@ -319,6 +345,8 @@ def _board_object(core: Core, flags: list[str], prelude: Path, staging: Path) ->
 
 
 __all__ = [
+    "DEFAULT_PROFILE",
+    "BuildProfile",
     "CMakeBuild",
     "build_library_harness",
     "cmake_build",

@@ -17,6 +17,7 @@ clock and memories); without any, the tier the file shows it was exported for: a
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, NamedTuple
 
 from isa_models.cost import Cost
@@ -98,9 +99,10 @@ class Estimate:
     :func:`estimate_method`; a plain class, not a dataclass: it is built once per estimate and a
     dataclass costs ~1 ms to create at import)."""
 
-    def __init__(self, target: Target, library: str) -> None:
+    def __init__(self, target: Target, library: str, profile: str = "") -> None:
         self.target = target
         self.library = library
+        self.profile = profile  # how the priced CMSIS-NN was built (the calibration's build profile)
         self.rows: list[Row] = []
         self.dispatch = Cost()
         self.calls = 0
@@ -176,26 +178,39 @@ def estimate_method(
     from refsim.ops.cost import FOREIGN_EXPORTS
 
     target = resolve_target(method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
+    tflm = program.runtime == "tflm"
+    fallback_note = ""
+    if tflm and library is None:  # the CMSIS-NN TFLM links: its own build (refsim calibrate --profile tflm)
+        library, fallback_note = _tflm_library(target.cpu)
     try:  # loaded once: every call below is priced against this set (and its fallbacks, once each)
         calibrations = CalibrationSet(target.cpu, library)
     except CalibrationError as exc:
         raise EstimateError(str(exc)) from None
-    est = Estimate(target, calibrations.chosen.library)
+    est = Estimate(target, calibrations.chosen.library, _profile(calibrations.chosen) + fallback_note)
     token = FOREIGN_EXPORTS.set(foreign_exports)
     try:
-        _estimate_calls(est, method, target, calibrations)
+        if tflm:
+            _estimate_tflm_ops(est, program, method, target, calibrations)
+        else:
+            _estimate_calls(est, method, target, calibrations)
     finally:
         FOREIGN_EXPORTS.reset(token)
     est.rows.extend(_io_rows(program, method, target, calibrations))
-    if est.calls and program.runtime == "tflm":
-        # TFLM's MicroInterpreter::Invoke loop and its per-op overhead are TFLM's, not ExecuTorch's
-        # Method::execute: shown as no estimate until they are measured (issue 15 item 5).
+    if est.calls and tflm:
         from isa_models.cortex_m.program import NO_ESTIMATE
+        from isa_models.cortex_m.tflm_dispatch import loop_cost, measured_cores
 
-        reason = "TFLM's per-op Invoke overhead is not measured yet"
-        est.rows.append(
-            Row(None, f"runtime dispatch ({est.calls} ops)", "MicroInterpreter::Invoke", NO_ESTIMATE, reason)
-        )
+        loop = loop_cost(target.cpu, est.calls)
+        name = f"runtime dispatch ({est.calls} ops)"
+        if loop is None:
+            reason = (
+                f"TFLM's Invoke loop is measured on {', '.join(measured_cores()) or 'no core'}, "
+                f"not {target.cpu} (python -m refsim.lab.tflm.dispatch)"
+            )
+            est.rows.append(Row(None, name, "MicroInterpreter::Invoke", NO_ESTIMATE, reason))
+        else:
+            est.dispatch = loop
+            est.rows.append(Row(None, name, "MicroInterpreter::Invoke", loop))
     elif est.calls:
         est.rows.append(
             Row(None, f"runtime dispatch ({est.calls} KernelCalls)", "Method::execute", est.dispatch)
@@ -203,10 +218,89 @@ def estimate_method(
     return est
 
 
-def _estimate_calls(est: Estimate, method: Method, target: Target, calibrations: CalibrationSet) -> None:
+#: Calibration library of the CMSIS-NN each runtime links (refsim calibrate --profile).
+TFLM_LIBRARY = "cmsis-nn-tflm"
+
+
+def _tflm_library(core: str) -> tuple[str | None, str]:
+    """TFLM's CMSIS-NN build for ``core``, or the default (with a note) when it is not calibrated there."""
+    from isa_models.cortex_m.calibration import path_for
+
+    if path_for(TFLM_LIBRARY, core).is_file():
+        return TFLM_LIBRARY, ""
+    return None, f"; no {TFLM_LIBRARY} calibration for {core}: CMSIS-NN's own -Ofast build priced instead"
+
+
+def _profile(calibration) -> str:
+    """How the calibrated CMSIS-NN was built, for the report."""
+    prov = calibration.provenance
+    if prov.get("build_profile") == "tflm":
+        return "TFLM's Makefile build of CMSIS-NN (-O2, TFLM's flags)"
+    if calibration.library == "cmsis-nn":
+        return "CMSIS-NN's own CMake build (-Ofast), as ExecuTorch links it"
+    return f"{calibration.library} as calibrated ({prov.get('flags', 'flags not recorded')})"
+
+
+def _estimate_tflm_ops(
+    est: Estimate, program: Program, method: Method, target: Target, calibrations: CalibrationSet
+) -> None:
+    """A .tflite's rows, one per TFLM operator: its CMSIS-NN calls priced with the calibration,
+    plus its TFLM kernel's own work (isa_models.cortex_m.tflm_dispatch), measured as the op's
+    Invoke window minus its CMSIS-NN calls; so any other work item of the op (RESHAPE's copy) is
+    that measured kernel work, not a model of ExecuTorch's. An op whose kernel was not measured
+    keeps its priced calls and is marked no estimate (a lower bound), never a silent 0."""
+    from isa_models.cortex_m.program import NO_ESTIMATE
+    from isa_models.cortex_m.tflm_dispatch import kernel_cost
+
+    origins = program.file.origins
+    graph = program.file.file.model.subgraphs[program.file.subgraph]
+    rows: dict[int, Row] = {}
+    for call in method.calls:
+        if call is None:
+            continue
+        origin = origins[call.instruction]
+        one = Estimate(est.target, est.library)
+        _estimate_calls(one, _OneCall(call), target, calibrations, kernel_only=True)
+        row = one.rows[0]
+        if origin.index not in rows:
+            tensor = graph.tensors[graph.operators[origin.index].outputs[0]]
+            itemsize = {"int8": 1, "uint8": 1, "int16": 2, "float32": 4, "int32": 4}.get(
+                tensor.type.numpy_dtype or "", 1
+            )
+            nbytes = itemsize * math.prod(tensor.shape)
+            kernel = kernel_cost(target.cpu, origin.name, nbytes)
+            note = row.note
+            if kernel is None:
+                kernel = NO_ESTIMATE
+                note = "; ".join(
+                    x for x in (note, f"TFLM's {origin.name} kernel not measured on {target.cpu}") if x
+                )
+            rows[origin.index] = Row(call.instruction, f"{origin.name} ({_short_op(call.op.name)})", row.variant,
+                                     row.cost + kernel, note)  # fmt: skip
+            est.calls += 1
+        else:
+            first = rows[origin.index]
+            rows[origin.index] = first._replace(cost=first.cost + row.cost)
+    est.rows.extend(rows.values())
+
+
+def _short_op(name: str) -> str:
+    return name.removesuffix(".out").split("::")[-1]
+
+
+class _OneCall:
+    """A method view holding one call (to price it alone)."""
+
+    def __init__(self, call) -> None:
+        self.calls = [call]
+
+
+def _estimate_calls(
+    est: Estimate, method: Method, target: Target, calibrations: CalibrationSet, *, kernel_only: bool = False
+) -> None:
     from isa_models.cortex_m.calibration import CalibrationError
     from isa_models.cortex_m.formulas import CostModelError
-    from isa_models.cortex_m.program import cost_of, dispatch_cost, execute_cost
+    from isa_models.cortex_m.program import KernelWork, cost_of, dispatch_cost, execute_cost
     from isa_models.errors import IsaModelError
     from refsim.ops.cost import cost_hook
     from refsim.ops.registry import OpError
@@ -217,6 +311,8 @@ def _estimate_calls(est: Estimate, method: Method, target: Target, calibrations:
         op = call.op
         try:
             works = cost_hook(op)(call.args, target.isa)
+            if kernel_only:  # TFLM: the rest of the op is its measured kernel work
+                works = [w for w in works if isinstance(w, KernelWork)]
             cost = cost_of(works, target.cpu, system=target.system, calibrations=calibrations)
             variant = _variant(works, target.isa)
             notes = [getattr(w, "reason", "") for w in works if getattr(w, "reason", "")]
@@ -253,6 +349,7 @@ def report_fields(est: Estimate) -> dict:
         "clock_mhz": est.target.clock_mhz,
         "system": getattr(est.target.system, "name", None),
         "library": est.library,
+        "cmsis_nn_build": getattr(est, "profile", ""),
         "cycles_total": est.cycles_total,
         "latency_ms": round(est.latency_ms, 6),
         "estimate_complete": est.complete,

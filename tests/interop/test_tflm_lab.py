@@ -184,3 +184,15 @@ def test_cli_without_sources_is_one_line_and_exit_2(monkeypatch, tmp_path, capsy
     err = capsys.readouterr().err
     assert err.startswith("refsim: error: TFLM lab: set REFSIM_TFLM_REPO") and err.count("\n") == 1
     assert not (tmp_path / "out.json").exists()
+
+
+def test_merge_keeps_the_invoke_counts_of_cores_a_later_run_did_not_measure():
+    old = {"provenance": {"date": "d0"}, "arena": {"a": 1},
+           "invoke": {"m.tflite": {"cortex-m3": {"x": 1}, "cortex-m4": {"x": 2}}}}  # fmt: skip
+    new = {"provenance": {"date": "d1", "command": "c", "sources": {}, "compiler": "g"},
+           "invoke": {"m.tflite": {"cortex-m33": {"x": 3}, "cortex-m4": {"x": 4}}}}  # fmt: skip
+    merged = tm.merge(old, new)
+    assert merged["invoke"] == {
+        "m.tflite": {"cortex-m3": {"x": 1}, "cortex-m4": {"x": 4}, "cortex-m33": {"x": 3}}
+    }
+    assert merged["arena"] == {"a": 1} and merged["provenance"]["later_runs"][0]["measured"] == ["invoke"]

@@ -104,6 +104,7 @@ class Target:
     target_arch: str
     gcc_flags: tuple[str, ...]
     defines: tuple[str, ...]
+    board: str = ""  # the refsim.qemu core whose board runs the build (default: the core's own)
 
     @property
     def platform_flags(self) -> tuple[str, ...]:
@@ -135,6 +136,21 @@ TARGETS: dict[str, Target] = {
         "cortex-m55",
         ("-mcpu=cortex-m55", "-mfpu=auto", "-mfloat-abi=hard"),
         ("-DCPU_M55=1", "-DARMCM55", "-DARM_MODEL_USE_PMU_COUNTERS"),
+    ),
+    # Invoke counts only (measure.py --invoke): the cores the published MLPerf Tiny rows ran on.
+    "cortex-m33": Target(
+        "cortex-m33", ("-mcpu=cortex-m33", "-mfpu=auto", "-mfloat-abi=hard"), ("-DCPU_M33=1", "-DARMCM33")
+    ),
+    "cortex-m7": Target(
+        "cortex-m7+fp", ("-mcpu=cortex-m7", "-mfpu=auto", "-mfloat-abi=hard"), ("-DCPU_M7=1", "-DARMCM7")
+    ),
+    # gcc 12.2 has no -mcpu=cortex-m85 and QEMU 7.2 no M85: the M85 runs TFLM's cortex-m55 build
+    # on the M55 board and is timed with the M85 model (as refsim's calibration treats it).
+    "cortex-m85": Target(
+        "cortex-m55 (for cortex-m85)",
+        ("-mcpu=cortex-m55", "-mfpu=auto", "-mfloat-abi=hard"),
+        ("-DCPU_M55=1", "-DARMCM55", "-DARM_MODEL_USE_PMU_COUNTERS"),
+        board="cortex-m55",
     ),
 }
 
@@ -323,6 +339,39 @@ def c_flags(core: str, level: str = OPT_THIRD_PARTY) -> list[str]:
     return [*C_FLAGS, *COMMON_FLAGS, *TARGETS[core].platform_flags, level]
 
 
+#: TFLM's platform flags that do not name the architecture (cortex_m_generic_makefile.inc, after
+#: FLAGS_GCC); the -mcpu/-mfpu/-mfloat-abi are the core's own (refsim.qemu.cores).
+_PLATFORM_COMMON: tuple[str, ...] = (
+    "-DTF_LITE_MCU_DEBUG_LOG",
+    "-mthumb",
+    "-mlittle-endian",
+    "-Wno-type-limits",
+    "-Wno-unused-private-field",
+    "-fomit-frame-pointer",
+    "-funsigned-char",
+)
+
+
+def cmsis_nn_profile():
+    """The CMSIS-NN build profile TFLM links: CMSIS-NN's sources at the Makefile's
+    THIRD_PARTY_KERNEL_OPTIMIZATION_LEVEL (-O2, set as CMSIS-NN's ``CMSIS_OPTIMIZATION_LEVEL``)
+    with TFLM's C flags (C_FLAGS, COMMON_FLAGS: release build, F16/F32 off; the platform flags
+    but the architecture's, which the core gives), for ``refsim calibrate --profile tflm``. The
+    CORE/ARM_CPU defines are left out: CMSIS-NN reads the ACLE feature macros the -mcpu sets."""
+    from refsim.qemu.library import BuildProfile
+
+    return BuildProfile(
+        name="tflm",
+        cmake_options=(f"CMSIS_OPTIMIZATION_LEVEL={OPT_THIRD_PARTY}",),
+        c_flags=(*C_FLAGS, *COMMON_FLAGS, *_PLATFORM_COMMON),
+        description=(
+            f"TFLM 90b983c2's Makefile (TARGET=cortex_m_generic OPTIMIZED_KERNEL_DIR=cmsis_nn BUILD_TYPE=release): "
+            f"CMSIS-NN at THIRD_PARTY_KERNEL_OPTIMIZATION_LEVEL {OPT_THIRD_PARTY} with "
+            + ", ".join(FLAG_SOURCES)
+        ),
+    )
+
+
 @dataclass(frozen=True)
 class TflmObjects:
     """TFLM and CMSIS-NN compiled for one core: the objects by group (for the flash split)."""
@@ -350,7 +399,7 @@ def tflm_objects(core: str, sources: Sources, build: Path, ops: Sequence[str]) -
     digest = hashlib.sha256(
         "\0".join([*cxx_flags(core), *c_flags(core), *includes, tool("arm-none-eabi-g++")]).encode()
     ).hexdigest()[:12]
-    objdir = build / f"tflm-{core}-{digest}"
+    objdir = build / f"tflm-{TARGETS[core].board or core}-{digest}"  # the M85 reuses the M55 build
     groups = {}
     for group, root, units, command in (
         ("core", sources.tflm, core_sources(sources), [gxx, *cxx_flags(core, OPT_CORE), *includes]),
@@ -366,7 +415,8 @@ def tflm_objects(core: str, sources: Sources, build: Path, ops: Sequence[str]) -
         out.mkdir(parents=True, exist_ok=True)
         groups[group] = (units, compile_units(command, root, units, out, core))
     every = tuple(o for _, objs in groups.values() for o in objs)
-    objects = Objects(get_core(core), tuple(cxx_flags(core, OPT_CORE)), tuple(includes), every)
+    board = get_core(TARGETS[core].board or core)
+    objects = Objects(board, tuple(cxx_flags(core, OPT_CORE)), tuple(includes), every)
     return TflmObjects(
         objects,
         tuple(groups["core"][1]),

@@ -511,8 +511,14 @@ def measure_all(
 
 def merge(old: dict, new: dict) -> dict:
     """``old`` with every measured part of ``new`` in place of its own; ``new``'s run is listed
-    in the provenance's ``later_runs``."""
-    out = {**old, **{k: v for k, v in new.items() if k != "provenance"}}
+    in the provenance's ``later_runs``. ``invoke`` is merged per model and core (a run on other
+    cores keeps the ones it did not measure)."""
+    out = {**old, **{k: v for k, v in new.items() if k not in ("provenance", "invoke")}}
+    if "invoke" in new:
+        invoke = {model: dict(cores) for model, cores in old.get("invoke", {}).items()}
+        for model, cores in new["invoke"].items():
+            invoke.setdefault(model, {}).update(cores)
+        out["invoke"] = invoke
     prov = dict(old["provenance"])
     runs = list(prov.get("later_runs", []))
     later = new["provenance"]
