@@ -147,7 +147,12 @@ def _io_rows(program: Program, method: Method, target: Target, calibrations: Cal
     from refsim.runtime.describe import io_quantization
     from refsim.runtime.tensor import TensorRef
 
-    rows = []
+    rows: list[Row] = []
+    if program.runtime == "tflm":
+        # a .tflite's quantization of its int8 inputs/outputs is the application's own code, not
+        # TFLM's (no float crosses MicroInterpreter's I/O); ExecuTorch's QuantizeInputs/Outputs
+        # put it in the exported program, priced below
+        return rows
     for kind, slots in (("input", method.inputs), ("output", method.outputs)):
         for k, slot in enumerate(slots):
             if not isinstance(slot, TensorRef) or io_quantization(program, method.name, kind, k) is None:
