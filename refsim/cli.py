@@ -37,7 +37,7 @@ err_console = Console(stderr=True)
 
 def _load_commands() -> None:
     """Built-in subcommands, one module each under refsim.commands."""
-    from refsim.commands import calibrate, conformance, inspect, run  # noqa: F401  (registers on import)
+    from refsim.commands import calibrate, conformance, eval, inspect, run  # noqa: F401  (registers on import)
 
 
 def _load_plugins() -> None:

@@ -304,6 +304,21 @@ class Method:
         outputs = [self.values[i] for i in self.plan.outputs]
         return [v.logical.copy() if isinstance(v, TensorRef) else v for v in outputs]
 
+    def execute_batch(
+        self,
+        inputs: Sequence[Any],
+        *,
+        workers: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[np.ndarray | list[Any]]:
+        """Run N samples (every tensor input with a leading sample axis of N); outputs come back with
+        the same leading axis. Sample ``i`` gets exactly the bits ``execute`` returns for it: each worker
+        thread runs ``execute`` on its own clone of this method (refsim.runtime.batch says why that
+        cannot change a bit). This method's own arenas are not touched."""
+        from refsim.runtime.batch import execute_batch
+
+        return execute_batch(self, inputs, workers=workers, progress=progress)
+
 
 def _refuse_tflite(source: str | os.PathLike | bytes) -> None:
     """A .tflite (told by its identifier) is validated, then refused: running one is issue 15's
