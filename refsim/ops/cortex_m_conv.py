@@ -34,6 +34,7 @@ import numpy as np
 from kernels_py import conv as kconv
 from kernels_py import conv_transpose as ktconv
 from kernels_py import depthwise as kdw
+from kernels_py import gemm
 from kernels_py.types import (
     INT8_MAX,
     INT8_MIN,
@@ -239,6 +240,11 @@ def _conv_operands(a: Args, kind: str, call: _ConvCall, checked: bool):
         bias = np.zeros(call.output_dims.c, np.int32)
     s, pad, act = p.stride, p.padding, p.activation
     head = (quant.multiplier, quant.shift, p.input_offset, p.output_offset)
+    if kind == "conv" and f.c == i.c:  # groups = 1: the exact float32-BLAS GEMM (kernels_py.gemm)
+        gemm.single_threaded_blas()
+        table = gemm.requantize_table(bias, quant.multiplier, quant.shift)
+        tail = (s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, f.h, f.w, *call.output_hw)  # fmt: skip
+        return gemm.convolve_gemm, (x, gemm.conv_filter_matrix(weight), table, *head[2:], *tail)
     if kind == "conv":
         filter2d = weight.reshape(f.n, -1).astype(np.int16)
         tail = (s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, f.h, f.w, *call.output_hw)  # fmt: skip
