@@ -55,29 +55,30 @@ def conv_filter_matrix(filter: np.ndarray) -> np.ndarray:
 
 
 @jit
-def _im2col(input, input_offset, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_h, out_w, col):
-    """``col[(b·out_h + oy)·out_w + ox, (ky·k_w + kx)·C + c] = x + input_offset``, 0 at padding taps."""
-    n_batch, in_h, in_w, in_c = input.shape
-    row = 0
-    for b in range(n_batch):
-        for oy in range(out_h):
-            y0 = oy * stride_h - pad_h
-            for ox in range(out_w):
-                x0 = ox * stride_w - pad_w
-                k = 0
-                for ky in range(k_h):
-                    iy = y0 + ky * dil_h
-                    inside_y = iy >= 0 and iy < in_h
-                    for kx in range(k_w):
-                        ix = x0 + kx * dil_w
-                        if inside_y and ix >= 0 and ix < in_w:
-                            for c in range(in_c):
-                                col[row, k + c] = np.float32(np.int32(input[b, iy, ix, c]) + input_offset)
-                        else:
-                            for c in range(in_c):
-                                col[row, k + c] = np.float32(0.0)
-                        k += in_c
-                row += 1
+def _im2col(
+    input, input_offset, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_h, out_w, row0, col
+):
+    """Rows ``row0 ...`` of the im2col matrix: ``col[r, (ky·k_w + kx)·C + c] = x + input_offset`` for output
+    pixel ``row0 + r = (b·out_h + oy)·out_w + ox``, 0 at padding taps."""
+    in_h, in_w, in_c = input.shape[1], input.shape[2], input.shape[3]
+    for r in range(col.shape[0]):
+        b, rest = divmod(row0 + r, out_h * out_w)
+        oy, ox = divmod(rest, out_w)
+        y0 = oy * stride_h - pad_h
+        x0 = ox * stride_w - pad_w
+        k = 0
+        for ky in range(k_h):
+            iy = y0 + ky * dil_h
+            inside_y = iy >= 0 and iy < in_h
+            for kx in range(k_w):
+                ix = x0 + kx * dil_w
+                if inside_y and ix >= 0 and ix < in_w:
+                    for c in range(in_c):
+                        col[r, k + c] = np.float32(np.int32(input[b, iy, ix, c]) + input_offset)
+                else:
+                    for c in range(in_c):
+                        col[r, k + c] = np.float32(0.0)
+                k += in_c
 
 
 def requantize_table(bias, multiplier, shift) -> np.ndarray:
@@ -93,17 +94,31 @@ def requantize_table(bias, multiplier, shift) -> np.ndarray:
 
 
 @jit
-def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
-    """``out[m, n]`` from the exact partial sums ``parts[p, m, n]`` (integers held in float32).
+def _requantize_row(acc, table, output_offset, act_min, act_max, out):
+    """``out[n]`` from the exact int64 sums ``acc[n]``: ``arm_nn_requantize`` per channel, plus the output
+    offset, clamped.
 
-    Per element, the int64 steps of kernels_py.fixedpoint written without branches, so that LLVM
-    vectorises them across channels (tests/kernels_py/test_gemm.py checks them against
-    ``fixedpoint.requantize`` over the whole int32 range and every shift):
-    ``(x << 32) >> 32`` is ``wrap_int32``; ``v << left`` then wrap is C's ``val * (1 << left)``;
-    ``(v·m + 2^30) >> 31`` then wrap is ``doubling_high_mult_no_sat``; the shift, the remainder
-    ``h & mask`` against ``half + (quotient < 0)`` is ``divide_by_power_of_two``."""
-    n_parts, rows, cols = parts.shape
+    The int64 steps of kernels_py.fixedpoint written without branches, so that LLVM vectorises them
+    across channels (tests/ops/test_gemm.py checks them against ``fixedpoint.requantize`` over the
+    whole int32 range and every shift): ``(x << 32) >> 32`` is ``wrap_int32`` (so ``acc + bias`` becomes
+    the int32 accumulator C computes); ``v << left`` then wrap is C's ``val * (1 << left)``;
+    ``(v·m + 2^30) >> 31`` then wrap is ``doubling_high_mult_no_sat``; the shift, and the remainder
+    ``h & mask`` against ``half + (quotient < 0)``, is ``divide_by_power_of_two``."""
     bias, mult, left, right, mask, half = table[0], table[1], table[2], table[3], table[4], table[5]
+    for n in range(acc.shape[0]):
+        v = ((acc[n] + bias[n]) << 32) >> 32
+        v = ((v << left[n]) << 32) >> 32
+        h = (((v * mult[n] + (np.int64(1) << 30)) >> 31) << 32) >> 32
+        r = h >> right[n]
+        r += (h & mask[n]) > (half[n] + (r < 0))
+        r = ((r + output_offset) << 32) >> 32
+        out[n] = min(max(r, act_min), act_max)
+
+
+@jit
+def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
+    """``out[m, n]`` from the exact partial sums ``parts[p, m, n]`` (integers held in float32), added in int64."""
+    n_parts, rows, cols = parts.shape
     acc = np.empty(cols, np.int64)
     for m in range(rows):
         for n in range(cols):
@@ -111,34 +126,96 @@ def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
         for p in range(1, n_parts):
             for n in range(cols):
                 acc[n] += np.int64(parts[p, m, n])
-        for n in range(cols):
-            v = ((acc[n] + bias[n]) << 32) >> 32
-            v = ((v << left[n]) << 32) >> 32
-            h = (((v * mult[n] + (np.int64(1) << 30)) >> 31) << 32) >> 32
-            r = h >> right[n]
-            r += (h & mask[n]) > (half[n] + (r < 0))
-            r = ((r + output_offset) << 32) >> 32
-            out[m, n] = min(max(r, act_min), act_max)
+        _requantize_row(acc, table, output_offset, act_min, act_max, out[m])
+
+
+@jit
+def _fc_small(input, weight_t, table, input_offset, output_offset, act_min, act_max, out):
+    """Few rows: ``Σ (x + input_offset)·w`` in int64 (exact) over the float32-held weights, then
+    `_requantize_row`."""
+    rows, depth = input.shape
+    acc = np.empty(weight_t.shape[1], np.int64)
+    for r in range(rows):
+        acc[:] = 0
+        for k in range(depth):
+            v = np.int64(input[r, k]) + input_offset
+            for n in range(acc.shape[0]):
+                acc[n] += v * np.int64(weight_t[k, n])
+        _requantize_row(acc, table, output_offset, act_min, act_max, out[r])
+
+
+def _gemm_rows(col, weight_t, table, output_offset, act_min, act_max, out) -> None:
+    """``out = requantize(col · weight_t)`` for one block of rows, the depth split at `K_CHUNK`."""
+    depth = weight_t.shape[0]
+    n_parts = -(-depth // K_CHUNK)
+    parts = np.empty((n_parts, col.shape[0], weight_t.shape[1]), np.float32)
+    for p in range(n_parts):
+        k0, k1 = p * K_CHUNK, min(depth, (p + 1) * K_CHUNK)
+        np.matmul(col[:, k0:k1], weight_t[k0:k1], out=parts[p])
+    _requantize_rows(parts, table, output_offset, act_min, act_max, out)
+
+
+def block_rows(depth: int, out_c: int) -> int:
+    """Rows per block: the im2col block and its partial sums stay within about 256 KiB (L2)."""
+    return max(16, (1 << 16) // max(depth + out_c, 1))
 
 
 def convolve_gemm(input, weight_t, table, input_offset, output_offset,
                   stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, act_min, act_max,
                   k_h, k_w, out_h, out_w):  # fmt: skip
     """``arm_convolve_s8`` (groups = 1) on [N, H, W, C_IN] int8, with ``weight_t`` from `conv_filter_matrix`
-    and ``table`` from `requantize_table`: the int8 [N, out_h, out_w, C_OUT] ``conv._convolve_kernel`` gives."""
+    and ``table`` from `requantize_table`: the int8 [N, out_h, out_w, C_OUT] ``conv._convolve_kernel`` gives.
+    Output pixels (rows) are independent, so they go through in blocks that stay in cache."""
     n_batch = input.shape[0]
     depth, out_c = weight_t.shape
     rows = n_batch * out_h * out_w
-    col = np.empty((rows, depth), np.float32)
-    _im2col(input, input_offset, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_h, out_w, col)
-    n_parts = -(-depth // K_CHUNK)
-    parts = np.empty((n_parts, rows, out_c), np.float32)
-    if n_parts == 1:
-        np.matmul(col, weight_t, out=parts[0])
-    else:
-        for p in range(n_parts):
-            k0, k1 = p * K_CHUNK, min(depth, (p + 1) * K_CHUNK)
-            np.matmul(col[:, k0:k1], weight_t[k0:k1], out=parts[p])
     output = np.empty((n_batch, out_h, out_w, out_c), np.int8)
-    _requantize_rows(parts, table, output_offset, act_min, act_max, output.reshape(rows, out_c))
+    flat = output.reshape(rows, out_c)
+    step = block_rows(depth, out_c)
+    col = np.empty((min(step, rows), depth), np.float32)
+    pointwise = (
+        k_h == k_w == stride_h == stride_w == 1 and pad_h == pad_w == 0 and input.shape[1:3] == (out_h, out_w)
+    )
+    pixels = input.reshape(rows, depth) if pointwise else None  # 1x1: the input already is the matrix
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        block = col[: r1 - r0]
+        if pixels is not None:
+            np.add(
+                pixels[r0:r1], np.float32(input_offset), out=block, dtype=np.float32
+            )  # exact: |x + off| <= 255
+        else:
+            _im2col(input, input_offset, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_h, out_w, r0, block)  # fmt: skip
+        _gemm_rows(block, weight_t, table, output_offset, act_min, act_max, flat[r0:r1])
     return output
+
+
+@jit
+def _offset_rows(x, input_offset, col):
+    for r in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            col[r, k] = np.float32(np.int32(x[r, k]) + input_offset)
+
+
+#: Below this many rows a fully connected layer is a matrix-vector product: the int32 loop is faster.
+FC_GEMM_ROWS = 4
+
+
+def fully_connected_gemm(input, weight_t, table, input_offset, output_offset, act_min, act_max):
+    """``arm_fully_connected_s8`` with ``filter_offset = 0`` on [rows, K] int8: ``Σ (x + input_offset)·w``
+    plus the table's bias (the bias, or the MVE kernel sum with ``input_offset = 0``), requantized per
+    tensor (the table repeats the one multiplier and shift). Rows are independent."""
+    rows, depth = input.shape
+    out_c = weight_t.shape[1]
+    out = np.empty((rows, out_c), np.int8)
+    if rows < FC_GEMM_ROWS:
+        _fc_small(input, weight_t, table, input_offset, output_offset, act_min, act_max, out)
+        return out
+    step = block_rows(depth, out_c)
+    col = np.empty((min(step, rows), depth), np.float32)
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        block = col[: r1 - r0]
+        _offset_rows(input[r0:r1], input_offset, block)
+        _gemm_rows(block, weight_t, table, output_offset, act_min, act_max, out[r0:r1])
+    return out

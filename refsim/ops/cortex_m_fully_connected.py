@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels_py import fully_connected as kfc
+from kernels_py import gemm
 from kernels_py.types import (
     INT8_MAX,
     INT8_MIN,
@@ -135,6 +136,12 @@ def _linear_operands(a: Args, call: _LinearCall, checked: bool):
         return kfc.fully_connected_s8, (x, w, bias, p, q)
     mult, shift = np.full(call.channels, q.multiplier, np.int32), np.full(call.channels, q.shift, np.int32)
     act = p.activation
+    if p.filter_offset == 0:  # the exact float32-BLAS GEMM (kernels_py.gemm): Σ (x + input_offset)·w + base
+        gemm.single_threaded_blas()
+        base, offset = (kernel_sum, 0) if kernel_sum is not None else (bias, p.input_offset)
+        table = gemm.requantize_table(base, mult, shift)
+        operands = (x, gemm.conv_filter_matrix(w), table, offset, p.output_offset, act.min, act.max)
+        return gemm.fully_connected_gemm, operands
     if kernel_sum is not None:
         operands = (x, w, kernel_sum, p.filter_offset, p.output_offset, mult, shift, act.min, act.max)
         return kfc._kernel_sum_fc_kernel, operands

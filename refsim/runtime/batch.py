@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from refsim.runtime.stack import StackedMethod, StackError, stack_refusal
 from refsim.runtime.tensor import TensorRef
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 #: Samples a worker claims at a time: large enough to keep the claim lock cold, small enough
 #: that two workers finish together and a progress bar moves.
 CLAIM = 8
+#: Samples per stacked call, at most, and the bytes of stacked arenas a runner may take.
+STACK = 64
+STACK_BYTES = 8 << 20
 
 
 def default_workers() -> int:
@@ -90,18 +94,47 @@ def clones(method: Method, count: int) -> list[Method]:
     return pool[:count]
 
 
+def stacked_runners(method: Method, count: int) -> list[StackedMethod] | None:
+    """``count`` stacked runners of ``method`` (refsim.runtime.stack), or None if it does not stack."""
+    cache: dict[str, Any] = method.__dict__.setdefault("_stacked", {})
+    if "refusal" not in cache:
+        cache["refusal"] = stack_refusal(method)
+    if cache["refusal"] is not None:
+        return None
+    pool: list[StackedMethod] = cache.setdefault("pool", [])
+    try:
+        while len(pool) < count:
+            arena = sum(len(a) for a in method.arenas)
+            pool.append(StackedMethod(method, max(1, min(STACK, STACK_BYTES // max(arena, 1)))))
+    except StackError as exc:
+        cache["refusal"] = str(exc)
+        return None
+    return pool[:count]
+
+
 def execute_batch(
     method: Method,
     inputs: Sequence[Any],
     *,
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
+    stacked: bool = True,
 ) -> list[Any]:
     """Run every sample of ``inputs`` (see `batch_inputs`); return one array per output with the
     samples along a new leading axis (a non-tensor output: a list with one value per sample).
-    ``progress(n)`` is called, from a worker thread, after every ``n`` samples finished."""
+    ``progress(n)`` is called, from a worker thread, after every ``n`` samples finished.
+    ``stacked``: run S samples per kernel call when the method allows it (refsim.runtime.stack);
+    otherwise, or with False, every sample on its own through a clone."""
     arrays, count = batch_inputs(method, inputs)
-    n_workers = max(1, min(workers or default_workers(), -(-count // CLAIM) if count else 1))
+    want = workers or default_workers()
+    stacks = stacked_runners(method, 1) if stacked and count > 1 else None
+    if stacks is not None:
+        size = stacks[0].size
+        n_workers = max(1, min(want, -(-count // size)))
+        stacks = stacked_runners(method, n_workers)
+    if stacks is not None:
+        return _run_stacked(stacks, arrays, count, progress)
+    n_workers = max(1, min(want, -(-count // CLAIM) if count else 1))
     runners = clones(method, n_workers)
     results: list[Any] = [None] * len(method.outputs)
     claimed = 0
@@ -145,4 +178,37 @@ def execute_batch(
             np.empty((0, *slot.sizes), slot.dtype) if isinstance(slot, TensorRef) else []
             for slot in method.outputs
         ]
+    return results
+
+
+def _run_stacked(stacks: list[StackedMethod], arrays: list[Any], count: int, progress) -> list[np.ndarray]:
+    size = stacks[0].size
+    results = [np.empty((count, *o.sizes), o.dtype) for o in stacks[0].method.outputs]
+    claimed = 0
+    lock = threading.Lock()
+
+    def work(stack: StackedMethod) -> None:
+        nonlocal claimed
+        while True:
+            with lock:
+                start = claimed
+                claimed = min(count, claimed + size)
+                stop = claimed
+            if start >= count:
+                return
+            chunk = [a[start:stop] for a in arrays]
+            if stop - start < size:  # a short last chunk: fill the stack with copies of its last sample
+                fill = size - (stop - start)
+                chunk = [np.concatenate([c, np.repeat(c[-1:], fill, axis=0)]) for c in chunk]
+            for k, out in enumerate(stack.run(chunk)):
+                results[k][start:stop] = out[: stop - start]
+            if progress is not None:
+                progress(stop - start)
+
+    if len(stacks) == 1:
+        work(stacks[0])
+    else:
+        with ThreadPoolExecutor(len(stacks), thread_name_prefix="refsim-stack") as pool:
+            for future in [pool.submit(work, s) for s in stacks]:
+                future.result()
     return results

@@ -114,3 +114,80 @@ def test_gemm_conv_equals_integer_kernel(case):
     np.testing.assert_array_equal(new, old)
     if c_in * k * k <= 200:  # the readable reference is slow
         np.testing.assert_array_equal(new, kconv.convolve_s8_reference(x, weight, bias, p, quant))
+
+
+@given(
+    rows=st.integers(1, 70),
+    depth=st.sampled_from([1, 7, 64, 513, 1100]),
+    channels=st.integers(1, 20),
+    input_offset=st.integers(-127, 128),
+    kernel_sum=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_gemm_fully_connected_equals_integer_kernel(rows, depth, channels, input_offset, kernel_sum, seed):
+    from kernels_py import fully_connected as kfc
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, (rows, depth), dtype=np.int8)
+    w = rng.integers(-128, 128, (channels, depth), dtype=np.int8)
+    if seed % 4 == 0:  # the largest products everywhere
+        x[...], w[...] = -128, -128
+    base = rng.integers(-(2**31), 2**31, channels).astype(np.int32)
+    mult = np.full(channels, int(rng.integers(2**30, 2**31 - 1)), np.int32)
+    shift = np.full(channels, int(rng.integers(-20, 3)), np.int32)
+    if kernel_sum:
+        old = kfc._kernel_sum_fc_kernel(x, w, base, 0, 5, mult, shift, -128, 127)
+        new = gemm.fully_connected_gemm(
+            x, gemm.conv_filter_matrix(w), gemm.requantize_table(base, mult, shift), 0, 5, -128, 127
+        )
+    else:
+        old = kfc._fully_connected_kernel(x, w, base, input_offset, 0, 5, mult, shift, -128, 127)
+        table = gemm.requantize_table(base, mult, shift)
+        new = gemm.fully_connected_gemm(x, gemm.conv_filter_matrix(w), table, input_offset, 5, -128, 127)
+    np.testing.assert_array_equal(new, old)
+
+
+@given(
+    k=st.sampled_from([(3, 3), (10, 4), (1, 1)]),
+    mult=st.integers(1, 70),
+    stride=st.integers(1, 2),
+    input_offset=st.integers(-127, 128),
+    seed=st.integers(0, 2**31),
+)
+def test_one_channel_depthwise_is_the_transposed_gemm_conv(k, mult, stride, input_offset, seed):
+    from kernels_py import depthwise as kdw
+
+    rng = np.random.default_rng(seed)
+    (kh, kw), h, w = k, 12, 9
+    x = rng.integers(-128, 128, (1, h, w, 1), dtype=np.int8)
+    weight = rng.integers(-128, 128, (1, kh, kw, mult), dtype=np.int8)
+    bias = rng.integers(-(2**20), 2**20, mult).astype(np.int32)
+    m = rng.integers(2**30, 2**31 - 1, mult).astype(np.int32)
+    s = rng.integers(-12, 1, mult).astype(np.int32)
+    pad_h, pad_w = kh // 2, kw // 2
+    out_h, out_w = kconv.conv_output_size(h, kh, stride, pad_h), kconv.conv_output_size(w, kw, stride, pad_w)
+    old = kdw._depthwise_conv_kernel(
+        x,
+        weight,
+        bias,
+        m,
+        s,
+        input_offset,
+        -2,
+        mult,
+        stride,
+        stride,
+        pad_h,
+        pad_w,
+        1,
+        1,
+        -128,
+        127,
+        out_h,
+        out_w,
+    )
+    new = gemm.convolve_gemm(
+        x, gemm.conv_filter_matrix(weight.transpose(3, 1, 2, 0)), gemm.requantize_table(bias, m, s),
+        input_offset, -2, stride, stride, pad_h, pad_w, 1, 1, -128, 127, kh, kw, out_h, out_w,
+    )  # fmt: skip
+    np.testing.assert_array_equal(new, old)
