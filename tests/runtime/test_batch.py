@@ -15,6 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refsim.runtime import ExecutionError, Program, TensorRef
+from refsim.runtime.batch import stacked_runners
+from refsim.runtime.stack import stack_refusal
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = sorted(
@@ -58,11 +60,11 @@ def test_every_fixture_is_found():
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(ROOT)))
 @settings(max_examples=4)
-@given(count=st.integers(0, 9), workers=st.integers(1, 3), seed=st.integers(0, 2**16))
-def test_batch_equals_single_runs(path, count, workers, seed):
+@given(count=st.integers(0, 9), workers=st.integers(1, 3), seed=st.integers(0, 2**16), stacked=st.booleans())
+def test_batch_equals_single_runs(path, count, workers, seed, stacked):
     method = method_of(path)
     inputs = draw_inputs(method, count, seed)
-    batched = method.execute_batch(inputs, workers=workers)
+    batched = method.execute_batch(inputs, workers=workers, stacked=stacked)
     assert len(batched) == len(method.outputs)
     for i in range(count):
         single = method.execute([x[i] if isinstance(x, np.ndarray) else x for x in inputs])
@@ -73,6 +75,31 @@ def test_batch_equals_single_runs(path, count, workers, seed):
                 np.testing.assert_array_equal(b[i], s, err_msg=f"sample {i} output{k}")
             else:
                 assert b[i] == s
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples" / "models").glob("*.pte")), ids=lambda p: p.stem)
+def test_bundled_programs_stack(path):
+    """The stacked path is the one the bundled programs take (so the test above exercises it), with
+    stacks of more than one sample and a 70-sample batch (a short last chunk) still exact."""
+    method = method_of(path)
+    assert stack_refusal(method) is None
+    (stack,) = stacked_runners(method, 1)
+    assert stack.size > 1
+    inputs = draw_inputs(method, 70, 5)
+    (out,) = method.execute_batch(inputs, workers=2)
+    for i in range(0, 70, 13):
+        np.testing.assert_array_equal(out[i], method.execute([inputs[0][i]])[0])
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("cm_binary", "quantized_div.out (instruction 3): not among"),
+        ("cm_pooling", "a broadcast or constant"),
+    ],
+)
+def test_programs_that_do_not_stack_say_why(name, reason):
+    assert reason in stack_refusal(method_of(ROOT / "tests" / "fixtures" / "pte" / f"{name}.pte"))
 
 
 def test_zero_samples_give_empty_outputs():
