@@ -55,30 +55,47 @@ def conv_filter_matrix(filter: np.ndarray) -> np.ndarray:
 
 
 @jit
-def _im2col(
-    input, input_offset, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_h, out_w, row0, col
-):
-    """Rows ``row0 ...`` of the im2col matrix: ``col[r, (ky·k_w + kx)·C + c] = x + input_offset`` for output
-    pixel ``row0 + r = (b·out_h + oy)·out_w + ox``, 0 at padding taps."""
-    in_h, in_w, in_c = input.shape[1], input.shape[2], input.shape[3]
+def _padded(input, input_offset, pad_top, pad_left, height, width):
+    """``x + input_offset`` as float32 (exact) in an image of ``height`` x ``width`` whose border,
+    ``pad_top``/``pad_left`` and whatever lies past the input at the bottom/right, is 0: the padding
+    taps CMSIS-NN skips contribute 0 to the sum, as here."""
+    n_batch, in_h, in_w, in_c = input.shape
+    image = np.zeros((n_batch, height, width, in_c), np.float32)
+    for b in range(n_batch):
+        for y in range(in_h):
+            for x in range(in_w):
+                for c in range(in_c):
+                    image[b, pad_top + y, pad_left + x, c] = np.float32(np.int32(input[b, y, x, c]) + input_offset)
+    return image
+
+
+@jit
+def _im2col(image, k_h, k_w, stride_h, stride_w, dil_h, dil_w, out_h, out_w, row0, col):
+    """Rows ``row0 ...`` of the im2col matrix of the padded image: ``col[r, (ky·k_w + kx)·C + c]`` is the
+    tap (ky, kx) of output pixel ``row0 + r = (b·out_h + oy)·out_w + ox``. Without dilation the k_w taps
+    of a kernel row are one contiguous run of the image row."""
+    height, width, in_c = image.shape[1], image.shape[2], image.shape[3]
+    run = k_w * in_c
+    pixels = image.reshape(-1)  # flat indices: no array views inside the loop (numba allocates those)
+    b, rest = divmod(row0, out_h * out_w)
+    oy, ox = divmod(rest, out_w)
     for r in range(col.shape[0]):
-        b, rest = divmod(row0 + r, out_h * out_w)
-        oy, ox = divmod(rest, out_w)
-        y0 = oy * stride_h - pad_h
-        x0 = ox * stride_w - pad_w
-        k = 0
         for ky in range(k_h):
-            iy = y0 + ky * dil_h
-            inside_y = iy >= 0 and iy < in_h
-            for kx in range(k_w):
-                ix = x0 + kx * dil_w
-                if inside_y and ix >= 0 and ix < in_w:
+            start = ((b * height + oy * stride_h + ky * dil_h) * width + ox * stride_w) * in_c
+            if dil_w == 1:
+                for i in range(run):
+                    col[r, ky * run + i] = pixels[start + i]
+            else:
+                for kx in range(k_w):
                     for c in range(in_c):
-                        col[r, k + c] = np.float32(np.int32(input[b, iy, ix, c]) + input_offset)
-                else:
-                    for c in range(in_c):
-                        col[r, k + c] = np.float32(0.0)
-                k += in_c
+                        col[r, ky * run + kx * in_c + c] = pixels[start + kx * dil_w * in_c + c]
+        ox += 1  # the next output pixel, without a division per row
+        if ox == out_w:
+            ox = 0
+            oy += 1
+            if oy == out_h:
+                oy = 0
+                b += 1
 
 
 def requantize_table(bias, multiplier, shift) -> np.ndarray:
@@ -91,6 +108,23 @@ def requantize_table(bias, multiplier, shift) -> np.ndarray:
     right = np.maximum(-shift, 0)
     mask = (np.int64(1) << right) - 1
     return np.ascontiguousarray(np.stack([bias, multiplier, np.maximum(shift, 0), right, mask, mask >> 1]))
+
+
+@jit
+def requantize_table_jit(bias, multiplier, shift):
+    """`requantize_table` inside a jit kernel (bias None is not accepted here: pass zeros)."""
+    table = np.empty((6, multiplier.shape[0]), np.int64)
+    for n in range(multiplier.shape[0]):
+        s = np.int64(shift[n])
+        right = -s if s < 0 else np.int64(0)
+        mask = (np.int64(1) << right) - 1
+        table[0, n] = bias[n]
+        table[1, n] = multiplier[n]
+        table[2, n] = s if s > 0 else np.int64(0)
+        table[3, n] = right
+        table[4, n] = mask
+        table[5, n] = mask >> 1
+    return table
 
 
 @jit
@@ -177,6 +211,10 @@ def convolve_gemm(input, weight_t, table, input_offset, output_offset,
         k_h == k_w == stride_h == stride_w == 1 and pad_h == pad_w == 0 and input.shape[1:3] == (out_h, out_w)
     )
     pixels = input.reshape(rows, depth) if pointwise else None  # 1x1: the input already is the matrix
+    if pixels is None:  # tall and wide enough for every tap of every output pixel
+        height = max(input.shape[1] + pad_h, (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1)
+        width = max(input.shape[2] + pad_w, (out_w - 1) * stride_w + (k_w - 1) * dil_w + 1)
+        image = _padded(input, input_offset, pad_h, pad_w, height, width)
     for r0 in range(0, rows, step):
         r1 = min(rows, r0 + step)
         block = col[: r1 - r0]
@@ -185,7 +223,7 @@ def convolve_gemm(input, weight_t, table, input_offset, output_offset,
                 pixels[r0:r1], np.float32(input_offset), out=block, dtype=np.float32
             )  # exact: |x + off| <= 255
         else:
-            _im2col(input, input_offset, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_h, out_w, r0, block)  # fmt: skip
+            _im2col(image, k_h, k_w, stride_h, stride_w, dil_h, dil_w, out_h, out_w, r0, block)
         _gemm_rows(block, weight_t, table, output_offset, act_min, act_max, flat[r0:r1])
     return output
 
