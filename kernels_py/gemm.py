@@ -111,23 +111,6 @@ def requantize_table(bias, multiplier, shift) -> np.ndarray:
 
 
 @jit
-def requantize_table_jit(bias, multiplier, shift):
-    """`requantize_table` inside a jit kernel (bias None is not accepted here: pass zeros)."""
-    table = np.empty((6, multiplier.shape[0]), np.int64)
-    for n in range(multiplier.shape[0]):
-        s = np.int64(shift[n])
-        right = -s if s < 0 else np.int64(0)
-        mask = (np.int64(1) << right) - 1
-        table[0, n] = bias[n]
-        table[1, n] = multiplier[n]
-        table[2, n] = s if s > 0 else np.int64(0)
-        table[3, n] = right
-        table[4, n] = mask
-        table[5, n] = mask >> 1
-    return table
-
-
-@jit
 def _requantize_row(acc, table, output_offset, act_min, act_max, out):
     """``out[n]`` from the exact int64 sums ``acc[n]``: ``arm_nn_requantize`` per channel, plus the output
     offset, clamped.
