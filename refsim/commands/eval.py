@@ -86,10 +86,8 @@ def eval_command(
         raise RefsimError(
             f"--reference: output0 has {ref.size // count} values per sample, the model {n_values}"
         )
-    from refsim.runtime.batch import clones, default_workers
-
-    clones(method, workers or default_workers())  # made (and validated) before the clock starts
-    method.execute_batch([a[:1] if isinstance(a, np.ndarray) else a for a in arrays], workers=1)
+    # Warm-up, before the clock: the stacked copies (or clones) a chunk needs, and numba's kernels.
+    method.execute_batch([a[:batch] if isinstance(a, np.ndarray) else a for a in arrays], workers=workers)
 
     results: list[list[np.ndarray]] = []
     started = time.perf_counter()

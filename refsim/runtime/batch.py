@@ -94,18 +94,27 @@ def clones(method: Method, count: int) -> list[Method]:
     return pool[:count]
 
 
-def stacked_runners(method: Method, count: int) -> list[StackedMethod] | None:
-    """``count`` stacked runners of ``method`` (refsim.runtime.stack), or None if it does not stack."""
-    cache: dict[str, Any] = method.__dict__.setdefault("_stacked", {})
+def stack_size(method: Method, count: int, workers: int) -> int:
+    """Samples per stacked call: enough for every worker to get a share of ``count``, a power of two (so
+    few stacked copies are ever built), at most `STACK` and `STACK_BYTES` of arenas per runner."""
+    arena = sum(len(a) for a in method.arenas)
+    cap = max(1, min(STACK, STACK_BYTES // max(arena, 1)))
+    share = -(-count // max(workers, 1))
+    return min(cap, 1 << max(share - 1, 0).bit_length())
+
+
+def stacked_runners(method: Method, count: int, size: int) -> list[StackedMethod] | None:
+    """``count`` stacked runners of ``method`` for ``size`` samples each (refsim.runtime.stack), made
+    once and kept on the method; None if it does not stack."""
+    cache: dict[Any, Any] = method.__dict__.setdefault("_stacked", {})
     if "refusal" not in cache:
         cache["refusal"] = stack_refusal(method)
     if cache["refusal"] is not None:
         return None
-    pool: list[StackedMethod] = cache.setdefault("pool", [])
+    pool: list[StackedMethod] = cache.setdefault(size, [])
     try:
         while len(pool) < count:
-            arena = sum(len(a) for a in method.arenas)
-            pool.append(StackedMethod(method, max(1, min(STACK, STACK_BYTES // max(arena, 1)))))
+            pool.append(StackedMethod(method, size))
     except StackError as exc:
         cache["refusal"] = str(exc)
         return None
@@ -127,11 +136,10 @@ def execute_batch(
     otherwise, or with False, every sample on its own through a clone."""
     arrays, count = batch_inputs(method, inputs)
     want = workers or default_workers()
-    stacks = stacked_runners(method, 1) if stacked and count > 1 else None
-    if stacks is not None:
-        size = stacks[0].size
-        n_workers = max(1, min(want, -(-count // size)))
-        stacks = stacked_runners(method, n_workers)
+    stacks = None
+    if stacked and count > 1:
+        size = stack_size(method, count, want)
+        stacks = stacked_runners(method, max(1, min(want, -(-count // size))), size)
     if stacks is not None:
         return _run_stacked(stacks, arrays, count, progress)
     n_workers = max(1, min(want, -(-count // CLAIM) if count else 1))

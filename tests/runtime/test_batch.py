@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refsim.runtime import ExecutionError, Program, TensorRef
-from refsim.runtime.batch import stacked_runners
+from refsim.runtime.batch import stack_size, stacked_runners
 from refsim.runtime.stack import stack_refusal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def test_bundled_programs_stack(path):
     stacks of more than one sample and a 70-sample batch (a short last chunk) still exact."""
     method = method_of(path)
     assert stack_refusal(method) is None
-    (stack,) = stacked_runners(method, 1)
+    (stack,) = stacked_runners(method, 1, stack_size(method, 70, 2))
     assert stack.size > 1
     inputs = draw_inputs(method, 70, 5)
     (out,) = method.execute_batch(inputs, workers=2)
