@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernels_py._jit import jit
+from kernels_py.fully_connected import _vec_mat_mult
 
 #: Largest depth summed in one float32 product (512·255·128 < 2^24: see the module docstring).
 K_CHUNK = 512
@@ -65,7 +66,9 @@ def _padded(input, input_offset, pad_top, pad_left, height, width):
         for y in range(in_h):
             for x in range(in_w):
                 for c in range(in_c):
-                    image[b, pad_top + y, pad_left + x, c] = np.float32(np.int32(input[b, y, x, c]) + input_offset)
+                    image[b, pad_top + y, pad_left + x, c] = np.float32(
+                        np.int32(input[b, y, x, c]) + input_offset
+                    )
     return image
 
 
@@ -146,21 +149,6 @@ def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
         _requantize_row(acc, table, output_offset, act_min, act_max, out[m])
 
 
-@jit
-def _fc_small(input, weight_t, table, input_offset, output_offset, act_min, act_max, out):
-    """Few rows: ``Σ (x + input_offset)·w`` in int64 (exact) over the float32-held weights, then
-    `_requantize_row`."""
-    rows, depth = input.shape
-    acc = np.empty(weight_t.shape[1], np.int64)
-    for r in range(rows):
-        acc[:] = 0
-        for k in range(depth):
-            v = np.int64(input[r, k]) + input_offset
-            for n in range(acc.shape[0]):
-                acc[n] += v * np.int64(weight_t[k, n])
-        _requantize_row(acc, table, output_offset, act_min, act_max, out[r])
-
-
 def _gemm_rows(col, weight_t, table, output_offset, act_min, act_max, out) -> None:
     """``out = requantize(col · weight_t)`` for one block of rows, the depth split at `K_CHUNK`."""
     depth = weight_t.shape[0]
@@ -222,17 +210,35 @@ def _offset_rows(x, input_offset, col):
 FC_GEMM_ROWS = 4
 
 
-def fully_connected_gemm(input, weight_t, table, input_offset, output_offset, act_min, act_max):
-    """``arm_fully_connected_s8`` with ``filter_offset = 0`` on [rows, K] int8: ``Σ (x + input_offset)·w``
-    plus the table's bias (the bias, or the MVE kernel sum with ``input_offset = 0``), requantized per
-    tensor (the table repeats the one multiplier and shift). Rows are independent."""
+def fully_connected_rows(input, weight, weight_t, table, base, input_offset, output_offset,
+                         multipliers, shifts, act_min, act_max, out) -> None:  # fmt: skip
+    """``arm_fully_connected_s8`` with ``filter_offset = 0`` on [rows, K] int8, into ``out`` [rows, C_OUT]:
+    ``Σ (x + input_offset)·w + base`` (``base`` the bias, or the MVE kernel sum with ``input_offset = 0``),
+    requantized per tensor. Below `FC_GEMM_ROWS` rows fully_connected's int32 vector loop (the same
+    integers: it folds the offset out of the sum, equal modulo 2^32); from there the exact float32 GEMM
+    in blocks of rows (``table`` from `requantize_table` of ``base``; ``weight_t`` from
+    `conv_filter_matrix`). Rows are independent."""
     rows, depth = input.shape
-    out_c = weight_t.shape[1]
-    out = np.empty((rows, out_c), np.int8)
     if rows < FC_GEMM_ROWS:
-        _fc_small(input, weight_t, table, input_offset, output_offset, act_min, act_max, out)
-        return out
+        _vec_mat_mult(
+            input, weight, base, input_offset, 0, multipliers, shifts, output_offset, act_min, act_max, out
+        )
+        return
+    out_c = weight_t.shape[1]
     step = block_rows(depth, out_c)
+    col = np.empty((min(step, rows), depth), np.float32)
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        block = col[: r1 - r0]
+        _offset_rows(input[r0:r1], input_offset, block)
+        _gemm_rows(block, weight_t, table, output_offset, act_min, act_max, out[r0:r1])
+
+
+def fully_connected_gemm(input, weight_t, table, input_offset, output_offset, act_min, act_max):
+    """`fully_connected_rows`' GEMM on any number of rows, into a new array (what the tests compare)."""
+    rows, depth = input.shape
+    out = np.empty((rows, weight_t.shape[1]), np.int8)
+    step = block_rows(depth, weight_t.shape[1])
     col = np.empty((min(step, rows), depth), np.float32)
     for r0 in range(0, rows, step):
         r1 = min(rows, r0 + step)

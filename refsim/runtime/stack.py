@@ -96,7 +96,7 @@ def _call_refusal(call: BoundCall) -> str | None:
             return "a broadcast or constant operand"
     if call.op.name.endswith("::pad.out") and (len(a.input.sizes) != 4 or a.pre_pad[0] or a.post_pad[0]):
         return "pads the batch"
-    if call.op.name in _PLANNED and (a.state is None or a.state.dst is None):
+    if call.op.name in _PLANNED and a.state is None:
         return "no prepared plan"
     return None
 
@@ -215,7 +215,10 @@ class StackedMethod:
                 fn(args)
             else:
                 operands, dst = args
-                dst[...] = fn(*operands)
+                if dst is None:  # the kernel writes its (stacked) out operand itself
+                    fn(*operands)
+                else:
+                    dst[...] = fn(*operands)
         return [
             o.logical.reshape(self.size, o.logical.shape[0] // self.size, *o.logical.shape[1:])
             for o in self.outputs
