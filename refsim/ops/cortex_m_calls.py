@@ -139,7 +139,7 @@ class _Plan:
         if self.args is not a:
             return False
         values = a._values
-        for position, ref in self.slots:
+        for position, ref in self.slots:  # noqa: SIM110  (a loop: all() over a generator costs more here)
             if values[position] is not ref:
                 return False
         return True
