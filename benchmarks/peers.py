@@ -55,13 +55,21 @@ MARK = "@@peers "
 # --- workers (one runtime and one model per process) --------------------------------------------------
 
 
+#: CPU milliseconds (this process, all threads) per inference of the last `_median_ms`, beside the wall
+#: time it returns: on a shared machine the wall time moves with the other tenants' load, the CPU
+#: time much less.
+LAST_CPU_MS: list[float] = [0.0]
+
+
 def _median_ms(call, repeat: int, per: int = 1) -> float:
     call()
-    samples = []
+    samples, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         call()
         samples.append((time.perf_counter() - t0) * 1e3 / per)
+        cpu.append((time.process_time() - c0) * 1e3 / per)
+    LAST_CPU_MS[0] = statistics.median(cpu)
     return statistics.median(samples)
 
 
@@ -80,9 +88,11 @@ def worker_refsim(path: str, repeat: int, batches: list[int]) -> dict:
     rng = np.random.default_rng(0)
     x = rng.integers(-128, 128, (max(batches, default=1), *method.inputs[0].sizes), dtype=np.int8)
     result = {"load_ms": load_ms, "single_ms": _median_ms(lambda: method.execute([x[0]]), repeat)}
+    result["single_cpu_ms"] = LAST_CPU_MS[0]
     for b in batches:
         reps = max(3, min(repeat, 2000 // b))
         result[f"batch{b}_ms"] = _median_ms(lambda b=b: method.execute_batch([x[:b]]), reps, per=b)
+        result[f"batch{b}_cpu_ms"] = LAST_CPU_MS[0]
     result["peak_rss_mb"] = _peak_rss_mb()
     return result
 
@@ -98,7 +108,7 @@ def worker_litert(path: str, repeat: int, reference: bool) -> dict:
     x = np.random.default_rng(0).integers(-128, 128, detail["shape"]).astype(detail["dtype"])
     it.set_tensor(detail["index"], x)
     ms = _median_ms(it.invoke, repeat)
-    return {"ms": ms, "peak_rss_mb": _peak_rss_mb()}
+    return {"ms": ms, "cpu_ms": LAST_CPU_MS[0], "peak_rss_mb": _peak_rss_mb()}
 
 
 def worker_tflm(path: str, repeat: int) -> dict:
@@ -110,7 +120,7 @@ def worker_tflm(path: str, repeat: int) -> dict:
     x = np.random.default_rng(0).integers(-128, 128, detail["shape"]).astype(detail["dtype"])
     it.set_input(x, 0)
     ms = _median_ms(it.invoke, repeat)
-    return {"ms": ms, "peak_rss_mb": _peak_rss_mb()}
+    return {"ms": ms, "cpu_ms": LAST_CPU_MS[0], "peak_rss_mb": _peak_rss_mb()}
 
 
 def run_worker(args: argparse.Namespace) -> None:
@@ -172,6 +182,9 @@ def main() -> int:
     ap.add_argument("--batches", default="1,16,256")
     ap.add_argument("--peers-python", default=str(ROOT / ".venv-peers" / "bin" / "python"))
     ap.add_argument("--refsim-tflite", action="store_true", help="time refsim on the .tflite files too")
+    ap.add_argument(
+        "--baseline-root", type=Path, help="another refsim checkout: its single execute, for before/after"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "peers.json")
     ap.add_argument("--make-venv", type=Path, help="create the peers' venv here and exit")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -198,16 +211,19 @@ def main() -> int:
             "litert_ref": spawn(peers, "litert-ref", tflite, max(20, args.repeat // 10)),
             "tflm": spawn(peers, "tflm", tflite, max(20, args.repeat // 10)),
         }
+        if args.baseline_root:
+            base_env = {**os.environ, "PYTHONPATH": str(args.baseline_root)}
+            row["refsim_baseline"] = spawn(sys.executable, "refsim", pte, args.repeat, "", base_env)
         if args.refsim_tflite:
             row["refsim_tflite"] = spawn(sys.executable, "refsim", tflite, args.repeat, args.batches, env)
         rows[name] = row
         print(f"{name}: done", file=sys.stderr)
     batches = [int(b) for b in args.batches.split(",") if b]
-    table = render(rows, batches)
+    table = render(rows, batches) + "\n\n" + render(rows, batches, cpu=True)
     print(table)
     report = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg_end": os.getloadavg()},
         "peers": versions(peers),
         "litert_threads": 1,
         "models": rows,
@@ -218,22 +234,38 @@ def main() -> int:
     return 0
 
 
-def render(rows: dict[str, dict], batches: list[int]) -> str:
-    def ms(entry: dict, key: str = "ms") -> float | None:
+def render(rows: dict[str, dict], batches: list[int], cpu: bool = False) -> str:
+    """The table of wall times, or with ``cpu`` of CPU times (all threads of the process) per inference."""
+    suffix = "_cpu_ms" if cpu else "_ms"
+
+    def ms(entry: dict, key: str) -> float | None:
         return entry.get(key) if entry.get("status") == "ok" else None
 
     def f(v: float | None) -> str:
         return "-" if v is None else (f"{v:.4f}" if v < 0.1 else f"{v:.3f}")
 
-    head = ["model", "refsim 1", *(f"refsim b{b}" for b in batches), "LiteRT", "LiteRT ref", "TFLM"]
-    head += ["best/LiteRT", "1/LiteRT ref", "RSS MB (refsim/LiteRT/TFLM)"]
-    lines = [" | ".join(head), " | ".join("---" for _ in head)]
+    head = [
+        "model",
+        "before 1",
+        "refsim 1",
+        *(f"refsim b{b}" for b in batches),
+        "LiteRT",
+        "LiteRT ref",
+        "TFLM",
+    ]
+    head += ["best batched/LiteRT", "1/LiteRT ref", "RSS MB (refsim/LiteRT/TFLM)"]
+    lines = [
+        ("CPU" if cpu else "wall") + " ms per inference",
+        " | ".join(head),
+        " | ".join("---" for _ in head),
+    ]
     for name, row in rows.items():
         r = row["refsim"]
-        single = ms(r, "single_ms")
-        batched = [ms(r, f"batch{b}_ms") for b in batches]
-        lite, ref, tflm = ms(row["litert"]), ms(row["litert_ref"]), ms(row["tflm"])
-        best = min([v for v in (single, *batched) if v is not None], default=None)
+        single = ms(r, "single" + suffix)
+        before = ms(row.get("refsim_baseline", {}), "single" + suffix)
+        batched = [ms(r, f"batch{b}" + suffix) for b in batches]
+        lite, ref, tflm = (ms(row[k], suffix.lstrip("_")) for k in ("litert", "litert_ref", "tflm"))
+        best = min([v for v in batched if v is not None], default=None)
         ratio = f"{best / lite:.1f}x" if best and lite else "-"
         ratio_ref = f"{single / ref:.2f}x" if single and ref else "-"
         rss = "/".join(
@@ -241,7 +273,20 @@ def render(rows: dict[str, dict], batches: list[int]) -> str:
             for e in (r, row["litert"], row["tflm"])
         )
         lines.append(
-            " | ".join([name, f(single), *map(f, batched), f(lite), f(ref), f(tflm), ratio, ratio_ref, rss])
+            " | ".join(
+                [
+                    name,
+                    f(before),
+                    f(single),
+                    *map(f, batched),
+                    f(lite),
+                    f(ref),
+                    f(tflm),
+                    ratio,
+                    ratio_ref,
+                    rss,
+                ]
+            )
         )
     return "\n".join(lines)
 
