@@ -1,6 +1,10 @@
 """Many samples through one method: `execute_batch`, the same bits as one `Method.execute` per sample.
 
-**Layout.** A batch is never laid out as one bigger program. Each worker owns a *clone* of the
+Two ways, both exact by construction. When the program stacks (refsim.runtime.stack says when and
+why that cannot move a bit), each worker runs S samples per kernel call through a stacked copy of
+the plan. Otherwise, per-sample clones:
+
+**Layout.** The batch is not laid out as one bigger program. Each worker owns a *clone* of the
 method: another `Method` built from the same execution plan, so it has its own arenas in the
 planned layout (every tensor at its planned offset, the in-place aliasing and the arena reuse of
 the plan exactly as for one sample) and its own prepared calls; constants are the same read-only
