@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels_py import gemm
 from kernels_py._jit import jit
 from kernels_py.errors import KernelArgumentError
 from kernels_py.fixedpoint import clamp, requantize, wrap_int32
@@ -368,6 +369,13 @@ def _convolve_kernel(input, filter2d, bias, multiplier, shift, input_offset, out
 
 def _run_convolve(input, filter, bias, conv_params, quant_params, out_hw):
     p = conv_params
+    if filter.shape[3] == input.shape[3]:  # groups = 1: the exact float32-BLAS GEMM (kernels_py.gemm)
+        return gemm.convolve_gemm(
+            input, gemm.conv_filter_matrix(filter), gemm.requantize_table(bias, quant_params.multiplier, quant_params.shift),
+            p.input_offset, p.output_offset, p.stride.h, p.stride.w, p.padding.h, p.padding.w,
+            p.dilation.h, p.dilation.w, p.activation.min, p.activation.max, filter.shape[1], filter.shape[2],
+            out_hw[0], out_hw[1],
+        )  # fmt: skip
     return _convolve_kernel(
         input, filter.reshape(filter.shape[0], -1).astype(np.int16), bias, quant_params.multiplier,
         quant_params.shift, p.input_offset, p.output_offset, p.stride.h, p.stride.w, p.padding.h, p.padding.w,

@@ -35,9 +35,17 @@ def _root() -> None:
 err_console = Console(stderr=True)
 
 
-def _load_commands() -> None:
-    """Built-in subcommands, one module each under refsim.commands."""
-    from refsim.commands import calibrate, compare, conformance, inspect, run  # noqa: F401  (registers on import)
+#: Built-in subcommands: command name -> its module under refsim.commands (which registers it on import).
+BUILTINS = {name: name for name in ("calibrate", "compare", "conformance", "eval", "inspect", "run")}
+
+
+def _load_commands(only: str | None = None) -> None:
+    """Built-in subcommands, one module each under refsim.commands: all of them, or ``only`` one (a
+    ``refsim run`` need not import what ``refsim calibrate`` needs; start-up time is paid per process)."""
+    from importlib import import_module
+
+    for name in [only] if only in BUILTINS else BUILTINS:
+        import_module(f"refsim.commands.{BUILTINS[name]}")
 
 
 def _load_plugins() -> None:
@@ -50,8 +58,13 @@ def _load_plugins() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _load_commands()
-    _load_plugins()
+    args = sys.argv[1:] if argv is None else argv
+    command = args[0] if args else None
+    if command in BUILTINS:  # one built-in command: import it alone, and no plugin
+        _load_commands(command)
+    else:
+        _load_commands()
+        _load_plugins()
     try:
         # standalone mode: click reports usage errors itself (status 2) and ends every run
         # with SystemExit; turn that into a return value so main() is callable in-process.

@@ -128,13 +128,21 @@ class _Plan:
     None: the kernel writes in place). ``watch`` are the tensor arguments whose arena views the operands
     hold; a MoveCall that rebinds one makes the plan stale."""
 
-    __slots__ = ("args", "dst", "fn", "operands", "watch")
+    __slots__ = ("args", "dst", "fn", "operands", "slots", "watch")
 
     def __init__(self, args, fn, operands, dst, watch):
         self.args, self.fn, self.operands, self.dst, self.watch = args, fn, operands, dst, watch
+        # positions in the bound values, so that the per-run check reads no attribute by name
+        self.slots = tuple((args._names.index(name), ref) for name, ref in watch)
 
     def fresh(self, a: Args) -> bool:
-        return self.args is a and all(getattr(a, name) is ref for name, ref in self.watch)
+        if self.args is not a:
+            return False
+        values = a._values
+        for position, ref in self.slots:  # noqa: SIM110  (a loop: all() over a generator costs more here)
+            if values[position] is not ref:
+                return False
+        return True
 
 
 def _execute(a: Args, prepare: Callable[[Args], _Plan]) -> None:

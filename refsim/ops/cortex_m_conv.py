@@ -34,6 +34,7 @@ import numpy as np
 from kernels_py import conv as kconv
 from kernels_py import conv_transpose as ktconv
 from kernels_py import depthwise as kdw
+from kernels_py import gemm
 from kernels_py.types import (
     INT8_MAX,
     INT8_MIN,
@@ -239,6 +240,14 @@ def _conv_operands(a: Args, kind: str, call: _ConvCall, checked: bool):
         bias = np.zeros(call.output_dims.c, np.int32)
     s, pad, act = p.stride, p.padding, p.activation
     head = (quant.multiplier, quant.shift, p.input_offset, p.output_offset)
+    if (kind == "conv" and f.c == i.c) or (kind == "depthwise" and i.c == 1):
+        # The exact float32-BLAS GEMM (kernels_py.gemm). A depthwise conv of one input channel is the
+        # conv whose OHWI filter is its [1, KH, KW, C_OUT] weight transposed: the same sums, term for term.
+        gemm.single_threaded_blas()
+        table = gemm.requantize_table(bias, quant.multiplier, quant.shift)
+        ohwi = weight if kind == "conv" else weight.transpose(3, 1, 2, 0)
+        tail = (s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, f.h, f.w, *call.output_hw)  # fmt: skip
+        return gemm.convolve_gemm, (x, gemm.conv_filter_matrix(ohwi), table, *head[2:], *tail)
     if kind == "conv":
         filter2d = weight.reshape(f.n, -1).astype(np.int16)
         tail = (s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, f.h, f.w, *call.output_hw)  # fmt: skip

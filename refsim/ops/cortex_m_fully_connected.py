@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels_py import fully_connected as kfc
+from kernels_py import gemm
 from kernels_py.types import (
     INT8_MAX,
     INT8_MIN,
@@ -116,7 +117,7 @@ def _linear_call(a: Args) -> _LinearCall:
     )
 
 
-def _linear_operands(a: Args, call: _LinearCall, checked: bool):
+def _linear_operands(a: Args, call: _LinearCall, checked: bool, out: np.ndarray | None = None):
     x = _view(a.input, (call.rows, call.depth))
     w = a.weights.storage.reshape(call.channels, call.depth)
     bias = _constant_int32(a, "bias", call.channels)
@@ -135,6 +136,17 @@ def _linear_operands(a: Args, call: _LinearCall, checked: bool):
         return kfc.fully_connected_s8, (x, w, bias, p, q)
     mult, shift = np.full(call.channels, q.multiplier, np.int32), np.full(call.channels, q.shift, np.int32)
     act = p.activation
+    if p.filter_offset == 0 and out is not None:
+        # kernels_py.gemm: Σ (x + input_offset)·w + base, written into ``out`` (the exact float32 GEMM
+        # from FC_GEMM_ROWS rows on, as a stacked batch has; the int32 vector loop below that).
+        gemm.single_threaded_blas()
+        base, offset = (kernel_sum, 0) if kernel_sum is not None else (bias, p.input_offset)
+        if base is None:
+            base = np.zeros(call.channels, np.int32)
+        table = gemm.requantize_table(base, mult, shift)
+        weight_t = gemm.conv_filter_matrix(w)
+        operands = (x, w, weight_t, table, base, offset, p.output_offset, mult, shift, act.min, act.max, out)
+        return gemm.fully_connected_rows, operands
     if kernel_sum is not None:
         operands = (x, w, kernel_sum, p.filter_offset, p.output_offset, mult, shift, act.min, act.max)
         return kfc._kernel_sum_fc_kernel, operands
@@ -146,9 +158,12 @@ def _linear_operands(a: Args, call: _LinearCall, checked: bool):
 
 def _linear_prepare(a: Args) -> _Plan:
     call = _linear_call(a)
-    fn, operands = _linear_operands(a, call, cortex_m_calls.CHECKED)
     dst = _view(a.out, (call.rows, call.channels))
-    return _Plan(a, fn, operands, dst, _watch(a, "input", "weights", "bias", "kernel_sum", "out"))
+    fn, operands = _linear_operands(a, call, cortex_m_calls.CHECKED, dst)
+    in_place = fn is gemm.fully_connected_rows  # writes dst itself
+    return _Plan(
+        a, fn, operands, None if in_place else dst, _watch(a, "input", "weights", "bias", "kernel_sum", "out")
+    )
 
 
 @register(LINEAR, kernel="arm_fully_connected_s8")

@@ -15,6 +15,8 @@ import numpy as np
 from kernels_py import layout, pooling, quantize, softmax
 from kernels_py.errors import KernelArgumentError
 from kernels_py.types import Activation, Dims, PoolParams, Tile
+from refsim.ops import cortex_m_calls
+from refsim.ops.cortex_m_calls import _dry_run, _execute, _Plan, _watch
 from refsim.ops.cortex_m_elementwise import (
     INT8_MAX,
     INT8_MIN,
@@ -136,18 +138,40 @@ def quantized_avg_pool2d(a: Args) -> None:
     unused by the kernel (input and output share their quantization); ``count_include_pad``
     arrives as a separate ``cortex_m::pad`` with the zero point, so ``padding`` here is never
     counted. ``ceil_mode`` only changes the output size (the extra windows are partial)."""
-    out_view = _nhwc_view(a, a.out)
-    out_view[...] = pooling.avgpool_s8(
-        _nhwc_view(a, a.input),
-        _pool_params(a, INT8_MIN, INT8_MAX),
-        tuple(a.kernel_size),
-        output_hw=out_view.shape[1:3],
+    _execute(a, _avg_pool_prepare)
+
+
+def _avg_pool_prepare(a: Args) -> _Plan:
+    """The call, prepared once (views, parameters): `pooling._avgpool_kernel` with the arguments the
+    public ``avgpool_s8`` would check and pass on every call (the validator ran it once at load)."""
+    x, out = _nhwc_view(a, a.input), _nhwc_view(a, a.out)
+    p = _pool_params(a, INT8_MIN, INT8_MAX)
+    if cortex_m_calls.CHECKED:
+        operands: tuple = (x, p, tuple(a.kernel_size), out.shape[1:3])
+        return _Plan(a, pooling.avgpool_s8, operands, out, _watch(a, "input", "out"))
+    k_h, k_w = a.kernel_size
+    operands = (
+        x,
+        k_h,
+        k_w,
+        p.stride.h,
+        p.stride.w,
+        p.padding.h,
+        p.padding.w,
+        INT8_MIN,
+        INT8_MAX,
+        *out.shape[1:3],
     )
+    return _Plan(a, pooling._avgpool_kernel, operands, out, _watch(a, "input", "out"))
 
 
 @quantized_avg_pool2d.validator
 def _validate_avg_pool(a: Args) -> None:
     _validate_pool(a, bool(a.ceil_mode))
+    x, out = _nhwc_view(a, a.input), _nhwc_view(a, a.out)
+    params = _pool_params(a, INT8_MIN, INT8_MAX)
+    _dry_run(a, pooling.avgpool_s8, np.zeros_like(x), params, tuple(a.kernel_size), out.shape[1:3])
+    a.state = _avg_pool_prepare(a)
     if a.kernel_size[0] * a.kernel_size[1] > 1 << 24:
         raise a.error(
             "kernel_size", "at most 2^24 taps (the int32 sum must not overflow)", list(a.kernel_size)
@@ -271,10 +295,21 @@ def _pad_order(t: TensorRef) -> tuple[int, ...]:
 )
 def pad(a: Args) -> None:
     """``arm_pad_s8`` with dims and pads in physical order (right-aligned to NHWC)."""
+    _execute(a, _pad_prepare)
+
+
+def _pad_prepare(a: Args) -> _Plan:
+    """The call, prepared once: `layout._pad_s8_kernel` writing the out tensor's bytes in place, with the
+    arguments the public ``pad_s8`` checks (the validator ran it once at load)."""
     dims = Dims.of(tuple(a.input.sizes[d] for d in _pad_order(a.input))).shape
-    flat(a.out)[...] = layout.pad_s8(
-        flat(a.input).reshape(dims), Dims(*a.pre_pad), Dims(*a.post_pad), a.pad_value
-    ).reshape(-1)
+    data = flat(a.input).reshape(dims)
+    padded = tuple(d + pre + post for d, pre, post in zip(dims, a.pre_pad, a.post_pad, strict=True))
+    out = flat(a.out).reshape(padded)
+    watch = _watch(a, "input", "out")
+    if cortex_m_calls.CHECKED:
+        return _Plan(a, layout.pad_s8, (data, Dims(*a.pre_pad), Dims(*a.post_pad), a.pad_value), out, watch)
+    operands = (data, *(int(v) for v in a.pre_pad), int(a.pad_value), out)
+    return _Plan(a, layout._pad_s8_kernel, operands, None, watch)
 
 
 @pad.validator
@@ -298,6 +333,9 @@ def _validate_pad(a: Args) -> None:
     require_sizes(a, "out", expected)
     if not all(laid_out_as(getattr(a, n), order) for n in ("input", "out")):
         warn_layout(a, ("input", "out"), f"bytes in the order {list(order)} of the logical dims")
+    dims = Dims.of(tuple(a.input.sizes[d] for d in order)).shape
+    _dry_run(a, layout.pad_s8, np.zeros(dims, np.int8), Dims(*a.pre_pad), Dims(*a.post_pad), a.pad_value)
+    a.state = _pad_prepare(a)
 
 
 # --- transpose ---------------------------------------------------------------------------------

@@ -304,6 +304,24 @@ class Method:
         outputs = [self.values[i] for i in self.plan.outputs]
         return [v.logical.copy() if isinstance(v, TensorRef) else v for v in outputs]
 
+    def execute_batch(
+        self,
+        inputs: Sequence[Any],
+        *,
+        workers: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        stacked: bool = True,
+    ) -> list[np.ndarray | list[Any]]:
+        """Run N samples (every tensor input with a leading sample axis of N); outputs come back with
+        the same leading axis. Sample ``i`` gets exactly the bits ``execute`` returns for it: each worker
+        thread runs S samples per kernel call through a stacked copy of the plan (refsim.runtime.stack)
+        or, when the program does not stack or ``stacked`` is False, ``execute`` on its own clone of
+        this method (refsim.runtime.batch); both say why that cannot change a bit. This method's own
+        arenas are not touched."""
+        from refsim.runtime.batch import execute_batch
+
+        return execute_batch(self, inputs, workers=workers, progress=progress, stacked=stacked)
+
 
 class Program:
     """A loaded program: its methods are created on demand, each with its own arenas. ``file``

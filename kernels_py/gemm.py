@@ -1,0 +1,248 @@
+"""Convolution as an integer GEMM on the float32 BLAS, exact by construction.
+
+``arm_convolve_s8`` computes, per output pixel and channel, ``Σ_k (x_k + input_offset)·w_k`` in an
+int32 accumulator, adds the bias (wrapping), requantizes with ``arm_nn_requantize`` and clamps.
+This module computes the same sum as a matrix product ``col · Wᵀ`` where ``col`` is the im2col
+matrix of ``x + input_offset`` (0 at padding taps, as CMSIS-NN skips them) and ``W`` the OHWI filter
+as [C_OUT, KH·KW·C_IN], both held in float32, and hands it to ``numpy.matmul`` (OpenBLAS sgemm).
+
+Why not a bit can move. ``x + input_offset`` is in [-255, 255] and ``w`` in [-128, 127], so every
+product is an integer of magnitude at most 255·128 = 32,640 < 2^15, exactly representable. A
+float32 holds every integer of magnitude up to 2^24 exactly, so a sum of at most
+``K_CHUNK = 512`` such products (at most 512·32,640 = 16,711,680 < 2^24 = 16,777,216 in magnitude,
+and so is every partial sum, in whatever order and blocking the BLAS chooses, fused multiply-add
+or not) is computed without a single rounding: the float32 result *is* the integer sum. A deeper
+product is split into chunks of at most ``K_CHUNK`` columns, each exact, and the chunks are added in
+int64 by `_requantize_rows`. The int64 total equals the true sum, and CMSIS-NN's int32 accumulator
+equals it modulo 2^32; ``wrap_int32(total + bias)`` is therefore the accumulator C computes, and
+from there ``arm_nn_requantize`` is kernels_py.fixedpoint's integer arithmetic, step for step
+(`_requantize_rows`, written without branches so it vectorises). No
+``fastmath`` anywhere; BLAS rounding modes do not matter because nothing is ever rounded.
+
+The BLAS runs single-threaded (`single_threaded_blas`): refsim spreads samples over the cores
+itself (refsim.runtime.batch), and OpenBLAS's own threads on a small product, on a shared
+machine, cost more than they give.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernels_py._jit import jit
+from kernels_py.fully_connected import _vec_mat_mult
+
+#: Largest depth summed in one float32 product (512·255·128 < 2^24: see the module docstring).
+K_CHUNK = 512
+
+_blas_limited = False
+
+
+def single_threaded_blas() -> None:
+    """Limit the BLAS that numpy uses to one thread (once per process; threadpoolctl)."""
+    global _blas_limited
+    if _blas_limited:
+        return
+    _blas_limited = True
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # a dependency of refsim; without it the BLAS keeps its default threads
+        return
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def conv_filter_matrix(filter: np.ndarray) -> np.ndarray:
+    """An OHWI int8 filter as the float32 [KH·KW·C_IN, C_OUT] right-hand side of the product."""
+    return np.ascontiguousarray(filter.reshape(filter.shape[0], -1).T, dtype=np.float32)
+
+
+@jit
+def _padded(input, input_offset, pad_top, pad_left, height, width):
+    """``x + input_offset`` as float32 (exact) in an image of ``height`` x ``width`` whose border,
+    ``pad_top``/``pad_left`` and whatever lies past the input at the bottom/right, is 0: the padding
+    taps CMSIS-NN skips contribute 0 to the sum, as here."""
+    n_batch, in_h, in_w, in_c = input.shape
+    image = np.zeros((n_batch, height, width, in_c), np.float32)
+    for b in range(n_batch):
+        for y in range(in_h):
+            for x in range(in_w):
+                for c in range(in_c):
+                    image[b, pad_top + y, pad_left + x, c] = np.float32(
+                        np.int32(input[b, y, x, c]) + input_offset
+                    )
+    return image
+
+
+@jit
+def _im2col(image, k_h, k_w, stride_h, stride_w, dil_h, dil_w, out_h, out_w, row0, col):
+    """Rows ``row0 ...`` of the im2col matrix of the padded image: ``col[r, (ky·k_w + kx)·C + c]`` is the
+    tap (ky, kx) of output pixel ``row0 + r = (b·out_h + oy)·out_w + ox``. Without dilation the k_w taps
+    of a kernel row are one contiguous run of the image row."""
+    height, width, in_c = image.shape[1], image.shape[2], image.shape[3]
+    run = k_w * in_c
+    pixels = image.reshape(-1)  # flat indices: no array views inside the loop (numba allocates those)
+    b, rest = divmod(row0, out_h * out_w)
+    oy, ox = divmod(rest, out_w)
+    for r in range(col.shape[0]):
+        for ky in range(k_h):
+            start = ((b * height + oy * stride_h + ky * dil_h) * width + ox * stride_w) * in_c
+            if dil_w == 1:
+                for i in range(run):
+                    col[r, ky * run + i] = pixels[start + i]
+            else:
+                for kx in range(k_w):
+                    for c in range(in_c):
+                        col[r, ky * run + kx * in_c + c] = pixels[start + kx * dil_w * in_c + c]
+        ox += 1  # the next output pixel, without a division per row
+        if ox == out_w:
+            ox = 0
+            oy += 1
+            if oy == out_h:
+                oy = 0
+                b += 1
+
+
+def requantize_table(bias, multiplier, shift) -> np.ndarray:
+    """Per output channel, the int64 constants `_requantize_rows` reads: bias (0 for None), multiplier,
+    ``max(shift, 0)``, ``max(-shift, 0)``, the remainder mask ``2^right - 1`` and its half ``mask >> 1``
+    (arm_nn_requantize's split of the shift and arm_nn_divide_by_power_of_two's threshold), computed once."""
+    multiplier = np.asarray(multiplier, np.int64).reshape(-1)
+    shift = np.asarray(shift, np.int64).reshape(-1)
+    bias = np.zeros_like(multiplier) if bias is None else np.asarray(bias, np.int64).reshape(-1)
+    right = np.maximum(-shift, 0)
+    mask = (np.int64(1) << right) - 1
+    return np.ascontiguousarray(np.stack([bias, multiplier, np.maximum(shift, 0), right, mask, mask >> 1]))
+
+
+@jit
+def _requantize_row(acc, table, output_offset, act_min, act_max, out):
+    """``out[n]`` from the exact int64 sums ``acc[n]``: ``arm_nn_requantize`` per channel, plus the output
+    offset, clamped.
+
+    The int64 steps of kernels_py.fixedpoint written without branches, so that LLVM vectorises them
+    across channels (tests/ops/test_gemm.py checks them against ``fixedpoint.requantize`` over the
+    whole int32 range and every shift): ``(x << 32) >> 32`` is ``wrap_int32`` (so ``acc + bias`` becomes
+    the int32 accumulator C computes); ``v << left`` then wrap is C's ``val * (1 << left)``;
+    ``(v·m + 2^30) >> 31`` then wrap is ``doubling_high_mult_no_sat``; the shift, and the remainder
+    ``h & mask`` against ``half + (quotient < 0)``, is ``divide_by_power_of_two``."""
+    bias, mult, left, right, mask, half = table[0], table[1], table[2], table[3], table[4], table[5]
+    for n in range(acc.shape[0]):
+        v = ((acc[n] + bias[n]) << 32) >> 32
+        v = ((v << left[n]) << 32) >> 32
+        h = (((v * mult[n] + (np.int64(1) << 30)) >> 31) << 32) >> 32
+        r = h >> right[n]
+        r += (h & mask[n]) > (half[n] + (r < 0))
+        r = ((r + output_offset) << 32) >> 32
+        out[n] = min(max(r, act_min), act_max)
+
+
+@jit
+def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
+    """``out[m, n]`` from the exact partial sums ``parts[p, m, n]`` (integers held in float32), added in int64."""
+    n_parts, rows, cols = parts.shape
+    acc = np.empty(cols, np.int64)
+    for m in range(rows):
+        for n in range(cols):
+            acc[n] = np.int64(parts[0, m, n])
+        for p in range(1, n_parts):
+            for n in range(cols):
+                acc[n] += np.int64(parts[p, m, n])
+        _requantize_row(acc, table, output_offset, act_min, act_max, out[m])
+
+
+def _gemm_rows(col, weight_t, table, output_offset, act_min, act_max, out) -> None:
+    """``out = requantize(col · weight_t)`` for one block of rows, the depth split at `K_CHUNK`."""
+    depth = weight_t.shape[0]
+    n_parts = -(-depth // K_CHUNK)
+    parts = np.empty((n_parts, col.shape[0], weight_t.shape[1]), np.float32)
+    for p in range(n_parts):
+        k0, k1 = p * K_CHUNK, min(depth, (p + 1) * K_CHUNK)
+        np.matmul(col[:, k0:k1], weight_t[k0:k1], out=parts[p])
+    _requantize_rows(parts, table, output_offset, act_min, act_max, out)
+
+
+def block_rows(depth: int, out_c: int) -> int:
+    """Rows per block: the im2col block and its partial sums stay within about 256 KiB (L2)."""
+    return max(16, (1 << 16) // max(depth + out_c, 1))
+
+
+def convolve_gemm(input, weight_t, table, input_offset, output_offset,
+                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, act_min, act_max,
+                  k_h, k_w, out_h, out_w):  # fmt: skip
+    """``arm_convolve_s8`` (groups = 1) on [N, H, W, C_IN] int8, with ``weight_t`` from `conv_filter_matrix`
+    and ``table`` from `requantize_table`: the int8 [N, out_h, out_w, C_OUT] ``conv._convolve_kernel`` gives.
+    Output pixels (rows) are independent, so they go through in blocks that stay in cache."""
+    n_batch = input.shape[0]
+    depth, out_c = weight_t.shape
+    rows = n_batch * out_h * out_w
+    output = np.empty((n_batch, out_h, out_w, out_c), np.int8)
+    flat = output.reshape(rows, out_c)
+    step = block_rows(depth, out_c)
+    col = np.empty((min(step, rows), depth), np.float32)
+    pointwise = (
+        k_h == k_w == stride_h == stride_w == 1 and pad_h == pad_w == 0 and input.shape[1:3] == (out_h, out_w)
+    )
+    pixels = input.reshape(rows, depth) if pointwise else None  # 1x1: the input already is the matrix
+    if pixels is None:  # tall and wide enough for every tap of every output pixel
+        height = max(input.shape[1] + pad_h, (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1)
+        width = max(input.shape[2] + pad_w, (out_w - 1) * stride_w + (k_w - 1) * dil_w + 1)
+        image = _padded(input, input_offset, pad_h, pad_w, height, width)
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        block = col[: r1 - r0]
+        if pixels is not None:
+            np.add(
+                pixels[r0:r1], np.float32(input_offset), out=block, dtype=np.float32
+            )  # exact: |x + off| <= 255
+        else:
+            _im2col(image, k_h, k_w, stride_h, stride_w, dil_h, dil_w, out_h, out_w, r0, block)
+        _gemm_rows(block, weight_t, table, output_offset, act_min, act_max, flat[r0:r1])
+    return output
+
+
+@jit
+def _offset_rows(x, input_offset, col):
+    for r in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            col[r, k] = np.float32(np.int32(x[r, k]) + input_offset)
+
+
+#: Below this many rows a fully connected layer is a matrix-vector product: the int32 loop is faster.
+FC_GEMM_ROWS = 4
+
+
+def fully_connected_rows(input, weight, weight_t, table, base, input_offset, output_offset,
+                         multipliers, shifts, act_min, act_max, out) -> None:  # fmt: skip
+    """``arm_fully_connected_s8`` with ``filter_offset = 0`` on [rows, K] int8, into ``out`` [rows, C_OUT]:
+    ``Σ (x + input_offset)·w + base`` (``base`` the bias, or the MVE kernel sum with ``input_offset = 0``),
+    requantized per tensor. Below `FC_GEMM_ROWS` rows fully_connected's int32 vector loop (the same
+    integers: it folds the offset out of the sum, equal modulo 2^32); from there the exact float32 GEMM
+    in blocks of rows (``table`` from `requantize_table` of ``base``; ``weight_t`` from
+    `conv_filter_matrix`). Rows are independent."""
+    rows, depth = input.shape
+    if rows < FC_GEMM_ROWS:
+        _vec_mat_mult(
+            input, weight, base, input_offset, 0, multipliers, shifts, output_offset, act_min, act_max, out
+        )
+        return
+    out_c = weight_t.shape[1]
+    step = block_rows(depth, out_c)
+    col = np.empty((min(step, rows), depth), np.float32)
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        block = col[: r1 - r0]
+        _offset_rows(input[r0:r1], input_offset, block)
+        _gemm_rows(block, weight_t, table, output_offset, act_min, act_max, out[r0:r1])
+
+
+def fully_connected_gemm(input, weight_t, table, input_offset, output_offset, act_min, act_max):
+    """`fully_connected_rows`' GEMM on any number of rows, into a new array (what the tests compare)."""
+    rows, depth = input.shape
+    out = np.empty((rows, weight_t.shape[1]), np.int8)
+    step = block_rows(depth, weight_t.shape[1])
+    col = np.empty((min(step, rows), depth), np.float32)
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        block = col[: r1 - r0]
+        _offset_rows(input[r0:r1], input_offset, block)
+        _gemm_rows(block, weight_t, table, output_offset, act_min, act_max, out[r0:r1])
+    return out
