@@ -128,3 +128,18 @@ def test_bad_reference_is_one_line(data, tmp_path, capsys):
 def test_plot_needs_labels(data, tmp_path, capsys):
     result = refsim(capsys, "eval", KWS, "--inputs", data[0] / "data.npz", "--plot", tmp_path / "c.png")
     assert_one_error_line(result, "needs --labels")
+
+
+def test_eval_runs_a_tflite_through_the_same_path(capsys, tmp_path):
+    """A .tflite is lowered into the same program (refsim/tflite/lower.py): eval gives each
+    sample what a single run gives it."""
+    tflite = ROOT / "tests" / "fixtures" / "tflite" / "kws_ref_model.tflite"
+    x = np.random.default_rng(3).integers(-128, 128, (12, 1, 49, 10, 1), dtype=np.int8)
+    method = Program.load(tflite).method()
+    single = np.stack([method.execute([xi])[0] for xi in x])
+    np.savez(tmp_path / "d.npz", input0=x)
+    code, _, err = refsim(capsys, "eval", tflite, "--inputs", tmp_path / "d.npz", "--batch", "5",
+                          "--outputs", tmp_path / "o.npz")  # fmt: skip
+    assert code == 0, err
+    with np.load(tmp_path / "o.npz") as z:
+        np.testing.assert_array_equal(z["output0"], single)
