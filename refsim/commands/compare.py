@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +10,7 @@ import typer
 from rich.table import Table
 
 from refsim.cli import app, console
+from refsim.commands._json import emit_json
 from refsim.errors import RefsimError
 
 
@@ -49,14 +49,8 @@ def compare(
         if not p.exists():
             raise RefsimError(f"{p}: no such file")
     report = run_compare(a, b, cpu, system, clock_mhz)
-    if json_path is not None and str(json_path) == "-":
-        print(json.dumps(report, indent=2))
+    if emit_json(report, json_path):
         return
-    if json_path is not None:
-        try:
-            json_path.write_text(json.dumps(report, indent=2) + "\n")
-        except OSError as exc:
-            raise RefsimError(f"--json {json_path}: {exc.strerror or exc}") from None
     if plot is not None:
         from refsim.commands.compare_plot import plot_totals
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import typer
 from rich.table import Table
 
 from refsim.cli import app, console
+from refsim.commands._json import emit_json
 from refsim.errors import RefsimError
 from refsim.formats import TFLITE, model_format
 from refsim.ops.registry import load_all
@@ -116,14 +116,8 @@ def inspect(
             add_memory(report, program, model, cpu, kernels_dir)
         if plot_memory is not None:
             report["memory_plots"] = [str(p) for p in plot_methods(report, program, plot_memory)]
-    if json_path is not None and str(json_path) == "-":
-        print(json.dumps(report, indent=2))
+    if emit_json(report, json_path):
         return
-    if json_path is not None:
-        try:
-            json_path.write_text(json.dumps(report, indent=2) + "\n")
-        except OSError as exc:
-            raise RefsimError(f"--json {json_path}: {exc.strerror or exc}") from None
     _print(report, isa)
     if memory:
         from refsim.memory.face import print_memory

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.table import Table
 
 from refsim.cli import console
+from refsim.commands._json import emit_json
 from refsim.errors import RefsimError, UnsupportedError
 
 
@@ -31,14 +31,8 @@ def inspect_tflite(
         return _memory(mf, str(model), json_path, cpu, word_size)
     report = describe(mf, str(model))
     report["execution"] = execution(mf)
-    if json_path is not None and str(json_path) == "-":
-        print(json.dumps(report, indent=2))
+    if emit_json(report, json_path):
         return
-    if json_path is not None:
-        try:
-            json_path.write_text(json.dumps(report, indent=2) + "\n")
-        except OSError as exc:
-            raise RefsimError(f"--json {json_path}: {exc.strerror or exc}") from None
     console.print(
         f"[bold]{report['file']}[/]  TFLite schema {report['schema_version']}, "
         f"constants {report['constant_bytes']:,} B"
@@ -111,14 +105,8 @@ def _memory(mf, path: str, json_path: Path | None, cpu: str, word_size: int) -> 
     setup = setup_for(cpu if word_size == 32 else None, word_size)
     prediction = predict(mf.model, setup, cpu if word_size == 32 else None)
     report = {"file": path, "tflm": report_dict(prediction)}
-    if json_path is not None and str(json_path) == "-":
-        print(json.dumps(report, indent=2))
+    if emit_json(report, json_path):
         return
-    if json_path is not None:
-        try:
-            json_path.write_text(json.dumps(report, indent=2) + "\n")
-        except OSError as exc:
-            raise RefsimError(f"--json {json_path}: {exc.strerror or exc}") from None
     table = Table("TFLM arena", "bytes", "source", title=f"{path}: TFLM tensor arena")
     for what, nbytes, source in report_lines(prediction):
         table.add_row(what, f"{nbytes:,}", source)

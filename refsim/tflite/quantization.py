@@ -1,4 +1,5 @@
-"""TFLM's Prepare-time arithmetic, exactly: what a kernel computes once from a model's float32
+"""TFLM's Prepare-time arithmetic, exactly (``QuantizeMultiplier`` and ``TfLiteRound`` are
+kernels_py.tflm.fixedpoint's, re-exported here): what a kernel computes once from a model's float32
 scales and its options before the first Invoke (TFLM @ 90b983c2).
 
 Every function names the TFLM function it mirrors. The precision of each step matters: TFLite
@@ -10,11 +11,11 @@ the code rounds to float32 exactly where the C++ does (`_f32`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from kernels_py.tflm.fixedpoint import quantize_multiplier, tflite_round
 from refsim.errors import UnsupportedError
 from refsim.tflite.schema import ActivationFunctionType, Padding
 
@@ -23,29 +24,6 @@ INT8_MIN, INT8_MAX = -128, 127
 
 def _f32(x: float) -> float:
     return float(np.float32(x))
-
-
-def tflite_round(x: float) -> float:
-    """``TfLiteRound`` (``std::round``): half away from zero."""
-    return math.copysign(math.floor(abs(x) + 0.5), x)
-
-
-def quantize_multiplier(real: float) -> tuple[int, int]:
-    """``QuantizeMultiplier`` (kernels/internal/quantization_util.cc), the default build
-    (``TFLITE_SINGLE_ROUNDING`` and ``TFLITE_EMULATE_FLOAT`` off): ``frexp`` of the double,
-    the mantissa times 2^31 rounded half away from zero, ``2^31`` folded into the exponent, a
-    shift below -31 flushed to ``(0, 0)``. A shift above 30 is *not* saturated in this build.
-    Returns ``(multiplier, shift)``, a positive shift meaning left."""
-    if real == 0.0:
-        return 0, 0
-    mantissa, shift = math.frexp(real)
-    q = int(tflite_round(mantissa * (1 << 31)))
-    if q == 1 << 31:
-        q //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    return q, shift
 
 
 def quantize(scale: float, zero_point: int, value: float) -> int:
@@ -131,7 +109,8 @@ def per_channel_multipliers(
     """``PopulateConvolutionQuantizationParams`` (kernel_util.cc), also the per-channel branch
     of ``CalculateOpDataFullyConnected``: per output channel, in double,
     ``input_scale * filter_scale / output_scale`` (each factor a float32), then
-    `quantize_multiplier`. A single filter scale is broadcast over the channels.
+    `quantize_multiplier` (kernels_py.tflm.fixedpoint). A single filter scale is broadcast over
+    the channels.
 
     Vectorized, element by element the same IEEE double operations as the C++ (float32 to
     double is exact; one multiply and one divide, each correctly rounded; ``frexp`` and the
