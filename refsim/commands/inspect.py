@@ -35,6 +35,12 @@ def inspect(
     plot_memory: Annotated[
         Path | None, typer.Option("--plot-memory", help="Draw the arena as a timeline into FILE.png.")
     ] = None,
+    word_size: Annotated[
+        int,
+        typer.Option(
+            "--word-size", help="A .tflite's TFLM arena for a 32-bit core (default) or the 64-bit host build."
+        ),
+    ] = 32,
 ) -> None:
     """Methods, operators, kernel coverage, constants, arenas, memory plan and I/O quantization."""
     from refsim.runtime import Program
@@ -51,7 +57,7 @@ def inspect(
     if model_format(model) == TFLITE:
         from refsim.commands.inspect_tflite import inspect_tflite
 
-        return inspect_tflite(model, json_path, memory, plot_memory)
+        return inspect_tflite(model, json_path, memory, plot_memory, cpu=cpu, word_size=word_size)
     program = Program.load(model)
     report: dict = {"file": str(model), "constant_bytes": constant_bytes(program), "methods": []}
     for plan in program.file.program.execution_plan:

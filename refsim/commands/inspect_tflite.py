@@ -11,13 +11,24 @@ from refsim.cli import console
 from refsim.errors import RefsimError, UnsupportedError
 
 
-def inspect_tflite(model: Path, json_path: Path | None, memory: bool, plot_memory: Path | None) -> None:
+def inspect_tflite(
+    model: Path,
+    json_path: Path | None,
+    memory: bool,
+    plot_memory: Path | None,
+    cpu: str = "cortex-m55",
+    word_size: int = 32,
+) -> None:
     from refsim.tflite import load_model
     from refsim.tflite.describe import changed_options, describe, execution
 
-    if memory or plot_memory is not None:
-        raise UnsupportedError("--memory and --plot-memory are not implemented for a .tflite model yet")
+    if plot_memory is not None:
+        raise UnsupportedError("--plot-memory is not implemented for a .tflite model yet")
+    if word_size not in (32, 64):
+        raise RefsimError(f"--word-size must be 32 or 64, got {word_size}")
     mf = load_model(model)
+    if memory:
+        return _memory(mf, str(model), json_path, cpu, word_size)
     report = describe(mf, str(model))
     report["execution"] = execution(mf)
     if json_path is not None and str(json_path) == "-":
@@ -90,6 +101,29 @@ def _runs(calls: list[dict]) -> str:
         kernels = list(dict.fromkeys(c["kernel"].values()))
         parts.append(" / ".join(c["kernel"].values()) if len(kernels) > 1 else kernels[0])
     return "; ".join(parts) or "-"
+
+
+def _memory(mf, path: str, json_path: Path | None, cpu: str, word_size: int) -> None:
+    """``--memory``: TFLM's tensor arena for this model (refsim/memory/tflm/)."""
+    from refsim.memory.tflm.predict import predict, setup_for
+    from refsim.memory.tflm.report import report_dict, report_lines
+
+    setup = setup_for(cpu if word_size == 32 else None, word_size)
+    prediction = predict(mf.model, setup, cpu if word_size == 32 else None)
+    report = {"file": path, "tflm": report_dict(prediction)}
+    if json_path is not None and str(json_path) == "-":
+        print(json.dumps(report, indent=2))
+        return
+    if json_path is not None:
+        try:
+            json_path.write_text(json.dumps(report, indent=2) + "\n")
+        except OSError as exc:
+            raise RefsimError(f"--json {json_path}: {exc.strerror or exc}") from None
+    table = Table("TFLM arena", "bytes", "source", title=f"{path}: TFLM tensor arena")
+    for what, nbytes, source in report_lines(prediction):
+        table.add_row(what, f"{nbytes:,}", source)
+    console.print(table)
+    console.print(f"struct sizes: {setup.sizes.source}")
 
 
 def _quant(t: dict) -> str:

@@ -6,4 +6,7 @@
 - :mod:`~refsim.lab.tflm.measure`: the harness images (``harness/``), the arena measurement
   (``arena_used_bytes()``, the smallest accepted arena), the outputs for a fixed input, the flash
   split of a firmware per model, per-op Invoke instruction counts; refsim/memory/tflm_measured.json.
+- :mod:`~refsim.lab.tflm.sizeof_probe`: the sizes of the structs MicroAllocator puts in the arena,
+  each kernel's OpData and the builtin params, compiled from TFLM's headers (``sizeof_probe/``);
+  refsim/memory/tflm_sizes.json, read by refsim.memory.tflm.
 """
