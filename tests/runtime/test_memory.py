@@ -255,6 +255,7 @@ def test_inspect_memory_json_has_every_line(tmp_path, capsys):
     assert all(ln.source or ln.part_of for ln in lines)
     flash = {ln.name: ln.bytes for ln in lines if ln.section == "flash"}
     assert flash["program (.pte)"] == (MODELS_DIR / "kws.pte").stat().st_size
+    assert budget["kernel_library"] == "cmsis-nn"  # the real library by default, named in the report
 
 
 def test_inspect_plot_memory_writes_a_png(tmp_path, capsys):
@@ -271,6 +272,7 @@ def test_inspect_plot_memory_writes_a_png(tmp_path, capsys):
         (["--plot-memory", "x.svg"], ".png"),
         (["--plot-memory", "/nonexistent/dir/x.png"], "does not exist"),
         (["--memory", "--kernels-dir", "/nonexistent"], "not a directory"),
+        (["--memory", "--library", "cmsis"], "--library must be one of cmsis-nn, kernels_c"),
         (["--memory", "--json", "/nonexistent/dir/x.json"], "--json /nonexistent/dir/x.json"),
     ],
 )
