@@ -164,22 +164,26 @@ def _single_op_models() -> dict[str, object]:
         b.op(B.DEPTHWISE_CONV_2D, [x, wt, bias], [y], stride_w=1, stride_h=1, depth_multiplier=1)
         return b.build([x], [y])
 
-    def fc(per_channel):
+    def fc(per_channel, batch=3, cin=20, cout=11):
         b = ModelBuilder()
-        x = q(b, (3, 20))
-        data = rng.integers(-9, 9, (11, 20), dtype=np.int8)
-        wt = q(b, (11, 20), data=data, channels=11) if per_channel else q(b, (11, 20), data=data, scale=0.01)
+        x = q(b, (batch, cin))
+        data = rng.integers(-9, 9, (cout, cin), dtype=np.int8)
+        wt = (
+            q(b, (cout, cin), data=data, channels=cout)
+            if per_channel
+            else q(b, (cout, cin), data=data, scale=0.01)
+        )
         # TFLM wants bias scale = input x filter scale; the wheel crashes on per-channel scales with a
         # single zero point (TFLM's own converter writes one per channel).
-        scale, zp = ((0.0005,) * 11, (0,) * 11) if per_channel else (0.0005, 0)
-        bias = b.tensor((11,), TensorType.INT32, data=np.zeros(11, np.int32), scale=scale, zero_point=zp)
-        y = q(b, (3, 11))
+        scale, zp = ((0.0005,) * cout, (0,) * cout) if per_channel else (0.0005, 0)
+        bias = b.tensor((cout,), TensorType.INT32, data=np.zeros(cout, np.int32), scale=scale, zero_point=zp)
+        y = q(b, (batch, cout))
         b.op(B.FULLY_CONNECTED, [x, wt, bias], [y])
         return b.build([x], [y])
 
-    def pool(code):
+    def pool(code, hw=6, c=4):
         b = ModelBuilder()
-        x, y = q(b, (1, 6, 6, 4)), q(b, (1, 3, 3, 4))
+        x, y = q(b, (1, hw, hw, c)), q(b, (1, hw // 2, hw // 2, c))
         b.op(code, [x], [y], stride_w=2, stride_h=2, filter_width=2, filter_height=2)
         return b.build([x], [y])
 
@@ -249,7 +253,14 @@ def _single_op_models() -> dict[str, object]:
         b.op(B.MUL, [x1, x2], [y])
         return b.build([x1, x2], [y])
 
+    def mean():
+        b = ModelBuilder()
+        x, y = q(b, (1, 5, 5, 8)), q(b, (1, 1, 1, 8), scale=0.04)
+        b.op(B.MEAN, [x, const_i32(b, [1, 2])], [y], keep_dims=True)
+        return b.build([x], [y])
+
     return {
+        "mean": mean(),
         "quantize": unary(B.QUANTIZE, in_type=TensorType.FLOAT32),
         "dequantize": unary(B.DEQUANTIZE, out_type=TensorType.FLOAT32),
         "relu": unary(B.RELU),
@@ -272,6 +283,10 @@ def _single_op_models() -> dict[str, object]:
         "max_pool": pool(B.MAX_POOL_2D),
         "fc_per_tensor": fc(False),
         "fc_per_channel": fc(True),
+        # large enough for the QEMU harness (it checks that 1024 bytes are refused)
+        "fc_big_per_tensor": fc(False, batch=10, cin=128, cout=48),
+        "avg_pool_big": pool(B.AVERAGE_POOL_2D, hw=20, c=24),
+        "max_pool_big": pool(B.MAX_POOL_2D, hw=20, c=24),
         "add_softmax": add_softmax(),
     }
 
@@ -301,6 +316,49 @@ def test_32bit_prediction_equals_tflm_under_qemu(model, core, figures):
     p = predict(load_model(FIXTURES / model).model, setup_for(core, 32), core)
     assert p.arena_used_bytes == figures["arena_used_bytes"]
     assert p.arena_min_bytes == figures["arena_min_bytes"]
+
+
+#: Single-op models the TFLM lab's harness can run (its kernel list: conv, depthwise, fully connected,
+#: pooling, add, softmax, reshape; one int8 input; an arena above 1024 bytes).
+QEMU_SINGLE_OPS = [
+    "conv_3x3_same_s1",
+    "conv_3x3_valid_s2",
+    "conv_1x1",
+    "dw_3x3",
+    "dw_5x5",
+    "fc_big_per_tensor",
+    "avg_pool_big",
+    "max_pool_big",
+]
+
+
+@pytest.mark.parametrize("core", ["cortex-m3", "cortex-m4", "cortex-m55"])
+def test_single_op_models_equal_tflm_under_qemu(core, tmp_path):
+    """Measured now (one QEMU image per core, minutes): needs REFSIM_TFLM_REPO, CMSIS_NN_DIR and
+    TFLM_DOWNLOADS_DIR (refsim/lab/tflm/build.py) and the Arm toolchain and QEMU."""
+    from refsim.lab.build import LabError
+    from refsim.lab.tflm import build as tb
+    from refsim.lab.tflm import measure as tm
+    from refsim.qemu.toolchain import missing_toolchain
+
+    try:
+        sources = tb.Sources.from_environment()
+    except LabError as error:
+        pytest.skip(str(error))
+    if missing_toolchain():
+        pytest.skip(missing_toolchain())
+    models = _single_op_models()
+    paths = []
+    for name in QEMU_SINGLE_OPS:
+        paths.append(tmp_path / f"{name}.tflite")
+        paths[-1].write_bytes(write_model(models[name]))
+    cache = Path(os.environ.get("REFSIM_CACHE") or Path.home() / ".cache/refsim") / "tflm-lab"
+    measured = tm.measure_core(core, sources, paths, cache)
+    got = {}
+    for name, path, m in zip(QEMU_SINGLE_OPS, paths, measured, strict=True):
+        p = predict(load_model(path).model, setup_for(core), core)
+        got[name] = ((p.arena_used_bytes, p.arena_min_bytes), (m["arena_used_bytes"], m["arena_min_bytes"]))
+    assert {n: pm[0] for n, pm in got.items()} == {n: pm[1] for n, pm in got.items()}
 
 
 # --- the replay's own contracts and the CLI ----------------------------------------------------------

@@ -29,7 +29,7 @@ from kernels_py.pooling import avgpool_s8_get_buffer_size
 from kernels_py.types import ConvParams, Dims, DwConvParams, Tile
 from refsim.errors import RefsimError
 from refsim.tflite.model import Operator, Tensor
-from refsim.tflite.schema import TensorType
+from refsim.tflite.schema import Padding, TensorType
 
 KERNEL_SETS = ("cmsis_nn", "reference")
 
@@ -90,7 +90,7 @@ def _int8_or_float(op_name: str, t: Tensor) -> None:
 def _padding(options: dict, in_h: int, in_w: int, f_h: int, f_w: int) -> Tile:
     """kernels/padding.h ComputePaddingHeightWidth: the output size TFLite computes, then half the
     total padding (rounded down)."""
-    same = options["padding"].name == "SAME"
+    same = Padding(options["padding"]) == Padding.SAME  # an int from an in-memory ModelBuilder model
 
     def one(stride: int, dilation: int, size: int, fsize: int) -> int:
         eff = (fsize - 1) * dilation + 1
@@ -343,6 +343,30 @@ def _temps(source: str, *order: str):
     return prepare
 
 
+def _mean(ctx, op, tensors, options, cfg) -> None:
+    """reduce_common.cc PrepareMeanOrSumHelper, then PrepareSimple."""
+    src = "kernels/reduce_common.cc:PrepareMeanOrSumHelper"
+    x = _need(ctx.temp_tensor(_input(op, 0), src), "input")
+    y = _need(ctx.temp_tensor(_output(op, 0), src), "output")
+    axis = _need(ctx.temp_tensor(_input(op, 1), src), "axis")
+    _int8_or_float("MEAN", x)
+    count = 1
+    for d in axis.shape:
+        count *= d
+    if x.type == TensorType.INT8:
+        out = 1
+        for d in y.shape:
+            out *= d
+        ctx.scratch(4 * out, "int32 accumulators (num_output_elements)", src)
+    ctx.scratch(4 * len(x.shape), "input iterator (input dims)", src)
+    ctx.scratch(4 * count, "resolved axes (num_axis)", src)
+    simple = "kernels/reduce_common.cc:PrepareSimple"
+    ctx.temp_tensor(_input(op, 0), simple)
+    ctx.temp_tensor(_input(op, 1), simple)
+    if x.type == TensorType.INT8:
+        ctx.temp_tensor(_output(op, 0), simple)
+
+
 #: Operators whose Init and Prepare are the same in both kernel sets (the cmsis_nn build's mul.cc,
 #: pad.cc and transpose.cc register mul_common.cc's, pad_common.cc's and transpose_common.cc's).
 _COMMON: dict[str, Kernel] = {
@@ -372,6 +396,7 @@ _COMMON: dict[str, Kernel] = {
     "STRIDED_SLICE": Kernel("TfLiteStridedSliceParams", "StridedSliceParams",
                             "kernels/strided_slice_common.cc:StridedSliceInit",
                             _temps("kernels/strided_slice_common.cc:StridedSliceContext", "in0", "in1", "in2", "in3", "out0")),
+    "MEAN": Kernel("TfLiteReducerParams", "OpDataReduce", "kernels/reduce.cc:InitReduce", _mean),
     "SQUEEZE": Kernel("TfLiteSqueezeParams", None, "kernels/squeeze.cc (no Init)",
                       _temps("kernels/squeeze.cc:SqueezeContext", "in0", "out0")),
 }  # fmt: skip

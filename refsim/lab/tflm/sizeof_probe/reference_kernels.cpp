@@ -12,6 +12,7 @@
 #include "tensorflow/lite/micro/kernels/mul.h"
 #include "tensorflow/lite/micro/kernels/pad.h"
 #include "tensorflow/lite/micro/kernels/quantize.h"
+#include "tensorflow/lite/micro/kernels/reduce.h"
 #include "tensorflow/lite/kernels/internal/types.h"
 
 #include "probe.h"
@@ -30,3 +31,4 @@ REFSIM_PROBE(Relu6OpData, tflite::Relu6OpData)
 REFSIM_PROBE(OpDataLogistic, tflite::OpDataLogistic)
 REFSIM_PROBE(HardSwishParams, tflite::HardSwishParams)
 REFSIM_PROBE(StridedSliceParams, tflite::StridedSliceParams)
+REFSIM_PROBE(OpDataReduce, tflite::OpDataReduce)
