@@ -5,8 +5,9 @@
 
 Per program × core: the RAM lines (planned arena, of it CMSIS-NN scratch and planned I/O, the
 ExecuTorch method and temp allocator pools replayed from Method::load with the probed 32-bit
-struct sizes, the runtime objects) and the flash lines (the .pte, CMSIS-NN kernel code measured
-on kernels_c's harness for the core, ExecuTorch's own operator code and runtime core measured on
+struct sizes, the runtime objects) and the flash lines (the .pte, CMSIS-NN kernel code: the real
+CMSIS-NN as ExecuTorch builds it, refsim/memory/cmsis_nn_code.json, the default of
+``inspect --memory``; ExecuTorch's own operator code and runtime core measured on
 ExecuTorch built from source for the core: refsim/memory/executorch_code.json). The table prints
 with rich; the JSON keeps every line with its source.
 """

@@ -32,6 +32,14 @@ def inspect(
         Path | None,
         typer.Option("--kernels-dir", help="A kernel library (*.a/*.o) to measure instead of kernels_c."),
     ] = None,
+    library: Annotated[
+        str,
+        typer.Option(
+            "--library",
+            help="Whose CMSIS-NN code sizes --memory counts for a .pte: cmsis-nn (the real library as "
+            "ExecuTorch builds it) or kernels_c.",
+        ),
+    ] = "cmsis-nn",
     plot_memory: Annotated[
         Path | None, typer.Option("--plot-memory", help="Draw the arena as a timeline into FILE.png.")
     ] = None,
@@ -113,7 +121,7 @@ def inspect(
         from refsim.memory.face import add_memory, plot_methods
 
         if memory:
-            add_memory(report, program, model, cpu, kernels_dir)
+            add_memory(report, program, model, cpu, kernels_dir, library)
         if plot_memory is not None:
             report["memory_plots"] = [str(p) for p in plot_methods(report, program, plot_memory)]
     if emit_json(report, json_path):

@@ -105,6 +105,7 @@ def _memory(mf, path: str, json_path: Path | None, cpu: str, word_size: int) -> 
     setup = setup_for(cpu if word_size == 32 else None, word_size)
     prediction = predict(mf.model, setup, cpu if word_size == 32 else None)
     report = {"file": path, "tflm": report_dict(prediction)}
+    flash = _flash_and_ram(report["tflm"], path, cpu) if word_size == 32 else None
     if emit_json(report, json_path):
         return
     table = Table("TFLM arena", "bytes", "source", title=f"{path}: TFLM tensor arena")
@@ -112,6 +113,44 @@ def _memory(mf, path: str, json_path: Path | None, cpu: str, word_size: int) -> 
         table.add_row(what, f"{nbytes:,}", source)
     console.print(table)
     console.print(f"struct sizes: {setup.sizes.source}")
+    if flash is not None:
+        _print_flash_and_ram(report["tflm"], path)
+
+
+# --- TFLM flash and RAM outside the arena (refsim/memory/tflm_flash.py) ---------------------------
+
+
+def _flash_and_ram(tflm: dict, path: str, cpu: str) -> dict:
+    """Put ``flash`` (``flash_bytes``, lines) and ``runtime_ram`` on the report's ``tflm`` object;
+    a core without measured flash data gets ``flash.error`` naming it instead."""
+    from refsim.memory.tflm_flash import tflm_flash_report, tflm_runtime_ram
+
+    try:
+        tflm["flash"] = tflm_flash_report(path, cpu)
+        tflm["flash_bytes"] = tflm["flash"]["flash_bytes"]
+        tflm["runtime_ram"] = tflm_runtime_ram(cpu, tflm["flash"]["ops"])
+    except UnsupportedError as error:
+        tflm["flash"] = {"error": str(error)}
+    return tflm["flash"]
+
+
+def _print_flash_and_ram(tflm: dict, path: str) -> None:
+    flash = tflm["flash"]
+    if "error" in flash:
+        console.print(f"[yellow]TFLM flash: not predicted:[/] {flash['error']}")
+        return
+    table = Table("TFLM flash", "bytes", "source", title=f"{path}: TFLM flash on {flash['cpu']}")
+    for ln in flash["lines"]:
+        name = f"  {ln['name']}" if ln["part_of"] else ln["name"]
+        table.add_row(name, f"{ln['bytes']:,}", ln["source"], style="dim" if ln["part_of"] else None)
+    table.add_row("[bold]flash total[/]", f"[bold]{flash['flash_bytes']:,}[/]", flash["note"])
+    console.print(table)
+    ram = tflm["runtime_ram"]
+    table = Table("TFLM RAM outside the arena", "bytes", "source")
+    for ln in ram["lines"]:
+        table.add_row(ln["name"], f"{ln['bytes']:,}", ln["source"])
+    table.add_row("[bold]total[/]", f"[bold]{ram['ram_bytes']:,}[/]", "beside the tensor arena")
+    console.print(table)
 
 
 def _quant(t: dict) -> str:

@@ -17,14 +17,16 @@ class MemoryFaceError(RefsimError):
     """A bad --plot-memory / --kernels-dir argument."""
 
 
-def add_memory(report: dict, program: Program, model: Path, cpu: str, kernels_dir: Path | None) -> None:
+def add_memory(
+    report: dict, program: Program, model: Path, cpu: str, kernels_dir: Path | None, library: str = "cmsis-nn"
+) -> None:
     """Put ``memory_budget`` (lines + totals) on every runnable method entry of the inspect report."""
     if kernels_dir is not None and not kernels_dir.is_dir():
         raise MemoryFaceError(f"memory: --kernels-dir {kernels_dir} is not a directory")
     for entry in report["methods"]:
         if "constant" in entry or "error" in entry:
             continue
-        entry["memory_budget"] = memory_report(program, model, entry["name"], cpu, kernels_dir)
+        entry["memory_budget"] = memory_report(program, model, entry["name"], cpu, kernels_dir, library)
 
 
 def plot_methods(report: dict, program: Program, out: Path) -> list[Path]:
@@ -77,3 +79,4 @@ def print_memory(report: dict, console: Console) -> None:
             )
         console.print(table)
         console.print(f"struct sizes: {budget['struct_sizes']}")
+        console.print(f"CMSIS-NN code sizes: {budget['kernel_library']} (--library cmsis-nn | kernels_c)")

@@ -3,7 +3,10 @@
 - **program**: the .pte bytes (the runtime reads it in place, e.g. with a BufferDataLoader over
   flash), with its constant segment as a detail line.
 - **kernel code**: the code of the CMSIS-NN functions the program's operators call, closed over
-  everything they call. Entry functions per operator are the ones ExecuTorch's cortex_m kernels
+  everything they call. By default the real CMSIS-NN, built as ExecuTorch's CMake builds it
+  (cmsis_nn_code.json, refsim/memory/cmsis_nn_code.py: the same library data the TFLM side's
+  flash is held against); ``library="kernels_c"`` (``--library kernels_c``) measures kernels_c's
+  harness instead, as described next. Entry functions per operator are the ones ExecuTorch's cortex_m kernels
   call (``backends/cortex_m/ops/op_*.cpp``, pytorch/executorch main @ cff6f4dd32; size queries
   only under CORTEX_M_ENABLE_RUNTIME_CHECKS are left out). Measured on kernels_c's harness ELF for
   the core (refsim.qemu.build, ``-O2 -ffunction-sections --gc-sections``): per-function sizes
@@ -194,14 +197,57 @@ def _library_code(directory: Path, entries: list[str]) -> tuple[int, str]:
     return sum(text.get(mbr, 0) for mbr in pulled), f"{len(pulled)} members of {directory}{note}"
 
 
-def kernel_code_lines(op_names: list[str], core: str, kernels_dir: Path | None = None) -> list[Line]:
-    """Kernel-code lines for the operators ``op_names`` (qualified, with overload) on ``core``."""
+#: ``--library``: whose CMSIS-NN code sizes count (default: the real library, as ExecuTorch builds it).
+LIBRARIES: tuple[str, ...] = ("cmsis-nn", "kernels_c")
+
+
+def _real_library_lines(entries: list[str], core: str) -> list[Line]:
+    """The real CMSIS-NN as ExecuTorch's CMake builds it (cmsis_nn_code.json, profile executorch)."""
+    from refsim.memory.cmsis_nn_code import library_code
+
+    name = "CMSIS-NN kernel code"
+    lib = library_code("executorch", core)
+    reached = lib.closure(entries)
+    lines = [
+        Line(
+            "flash",
+            name,
+            lib.bytes_of(reached),
+            f"{lib.source}: {len(reached)} functions and tables reached from {', '.join(entries)} "
+            "(relocations; what --gc-sections keeps)",
+        )
+    ]
+    for entry in entries:
+        lines.append(
+            Line(
+                "flash",
+                entry,
+                lib.bytes_of(lib.closure([entry])),
+                "with everything it references (shared code counted in each)",
+                part_of=name,
+            )
+        )
+    return lines
+
+
+def kernel_code_lines(
+    op_names: list[str], core: str, kernels_dir: Path | None = None, library: str = "cmsis-nn"
+) -> list[Line]:
+    """Kernel-code lines for the operators ``op_names`` (qualified, with overload) on ``core``:
+    the real CMSIS-NN's code sizes (``library="cmsis-nn"``, the default), kernels_c's harness
+    (``"kernels_c"``), or a user's library (``kernels_dir``)."""
+    if library not in LIBRARIES:
+        raise KernelCodeError(
+            f"kernel code: --library must be one of {', '.join(LIBRARIES)}, got {library!r}"
+        )
     base = sorted({n.rsplit(".", 1)[0] for n in op_names})
     entries = sorted({e for n in base for e in CMSIS_ENTRIES.get(n, ())})
     lines: list[Line] = []
     name = "CMSIS-NN kernel code"
     if not entries:
         lines.append(Line("flash", name, 0, "no operator of this program calls CMSIS-NN"))
+    elif kernels_dir is None and library == "cmsis-nn":
+        lines += _real_library_lines(entries, core)
     elif _binutil("nm") is None or _binutil("objdump") is None or shutil.which("arm-none-eabi-gcc") is None:
         lines.append(
             Line(
@@ -398,7 +444,12 @@ def runtime_lines(core: str) -> list[Line]:
 
 
 def flash_lines(
-    pte_bytes: int, constant_bytes: int, op_names: list[str], core: str, kernels_dir: Path | None = None
+    pte_bytes: int,
+    constant_bytes: int,
+    op_names: list[str],
+    core: str,
+    kernels_dir: Path | None = None,
+    library: str = "cmsis-nn",
 ) -> list[Line]:
     lines = [
         Line("flash", "program (.pte)", pte_bytes, "file size; read in place by the runtime"),
@@ -410,7 +461,7 @@ def flash_lines(
             part_of="program (.pte)",
         ),
     ]
-    lines += kernel_code_lines(op_names, core, kernels_dir)
+    lines += kernel_code_lines(op_names, core, kernels_dir, library)
     lines += operator_code_lines(op_names, core)
     lines += runtime_lines(core)
     return lines

@@ -18,7 +18,12 @@ class CpuError(ValueError):
 
 
 def memory_report(
-    program: Program, path: Path, method_name: str, cpu: str, kernels_dir: Path | None = None
+    program: Program,
+    path: Path,
+    method_name: str,
+    cpu: str,
+    kernels_dir: Path | None = None,
+    library: str = "cmsis-nn",
 ) -> dict:
     """RAM and flash lines (``section``, ``name``, ``bytes``, ``source``, ``part_of``) and totals."""
     from isa_models.cortex_m.cores import CORE_MODELS
@@ -37,13 +42,14 @@ def memory_report(
     constants = sum(len(b) for b in program.file.constants())
     lines: list[Line] = [
         *ram_lines(plan, scratch_values(method)),
-        *flash_lines(path.stat().st_size, constants, ops, cpu, kernels_dir),
+        *flash_lines(path.stat().st_size, constants, ops, cpu, kernels_dir, library),
     ]
     sizes = runtime_sizes()
     return {
         "method": method_name,
         "cpu": cpu,
         "struct_sizes": sizes.source,
+        "kernel_library": "--kernels-dir" if kernels_dir is not None else library,
         "lines": [ln.to_json() for ln in lines],
         "ram_total": total(lines, "ram"),
         "flash_total": total(lines, "flash"),

@@ -176,14 +176,18 @@ def test_live_bytes_equal_the_planner_bound(name):
 
 def test_kernel_code_without_tools_says_so(monkeypatch):
     monkeypatch.setattr(flash_mod.shutil, "which", lambda name: None)
-    (line,) = kernel_code_lines(["cortex_m::quantized_linear.out", "aten::view_copy.out"], "cortex-m55")
+    (line,) = kernel_code_lines(
+        ["cortex_m::quantized_linear.out", "aten::view_copy.out"], "cortex-m55", library="kernels_c"
+    )
     assert line.bytes is None and "arm-none-eabi tools missing" in line.source
 
 
 @pytest.mark.skipif(not HAVE_ARM, reason="arm-none-eabi toolchain not installed")
 @pytest.mark.parametrize("core", ["cortex-m55", "cortex-m4", "cortex-m0plus", "cortex-m85"])
 def test_kernel_code_from_the_harness(core):
-    lines = kernel_code_lines(["cortex_m::quantized_conv2d.out", "cortex_m::softmax.out"], core)
+    lines = kernel_code_lines(
+        ["cortex_m::quantized_conv2d.out", "cortex_m::softmax.out"], core, library="kernels_c"
+    )
     whole, lower, *entries = lines
     assert whole.name == "CMSIS-NN kernel code" and whole.bytes > 0
     built_for = {"cortex-m0plus": "for cortex-m0plus (-O2", "cortex-m85": "-mcpu=cortex-m55"}
@@ -251,6 +255,7 @@ def test_inspect_memory_json_has_every_line(tmp_path, capsys):
     assert all(ln.source or ln.part_of for ln in lines)
     flash = {ln.name: ln.bytes for ln in lines if ln.section == "flash"}
     assert flash["program (.pte)"] == (MODELS_DIR / "kws.pte").stat().st_size
+    assert budget["kernel_library"] == "cmsis-nn"  # the real library by default, named in the report
 
 
 def test_inspect_plot_memory_writes_a_png(tmp_path, capsys):
@@ -267,6 +272,7 @@ def test_inspect_plot_memory_writes_a_png(tmp_path, capsys):
         (["--plot-memory", "x.svg"], ".png"),
         (["--plot-memory", "/nonexistent/dir/x.png"], "does not exist"),
         (["--memory", "--kernels-dir", "/nonexistent"], "not a directory"),
+        (["--memory", "--library", "cmsis"], "--library must be one of cmsis-nn, kernels_c"),
         (["--memory", "--json", "/nonexistent/dir/x.json"], "--json /nonexistent/dir/x.json"),
     ],
 )
@@ -289,8 +295,27 @@ def test_kernel_code_when_the_harness_cannot_build(monkeypatch):
     monkeypatch.setattr(flash_mod, "_binutil", lambda name: f"/usr/bin/arm-none-eabi-{name}")
     monkeypatch.setattr(flash_mod.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(timing, "harness_for", fail)
-    (line,) = kernel_code_lines(["cortex_m::softmax.out"], "cortex-m4")
+    (line,) = kernel_code_lines(["cortex_m::softmax.out"], "cortex-m4", library="kernels_c")
     assert line.bytes is None and "no newlib" in line.source
+
+
+@pytest.mark.parametrize("core", ["cortex-m55", "cortex-m4", "cortex-m0plus", "cortex-m85"])
+def test_kernel_code_defaults_to_the_real_cmsis_nn(core, monkeypatch):
+    """The default needs no toolchain: the real CMSIS-NN's sizes as ExecuTorch builds it, shipped
+    as data (cmsis_nn_code.json), the same library data the TFLM side's flash uses."""
+    from refsim.memory.cmsis_nn_code import library_code
+
+    monkeypatch.setattr(flash_mod.shutil, "which", lambda name: None)
+    whole, *entries = kernel_code_lines(["cortex_m::quantized_conv2d.out", "cortex_m::softmax.out"], core)
+    assert whole.name == "CMSIS-NN kernel code" and whole.bytes > 0
+    assert "built as executorch builds it (-Ofast)" in whole.source
+    assert {e.name for e in entries} == {"arm_convolve_wrapper_s8", "arm_softmax_s8"}
+    assert max(e.bytes for e in entries) < whole.bytes <= sum(e.bytes for e in entries)
+    lib = library_code("executorch", core)
+    assert whole.bytes == lib.bytes_of(lib.closure(["arm_convolve_wrapper_s8", "arm_softmax_s8"]))
+    assert "arm_convolve_s8" in lib.closure(["arm_convolve_wrapper_s8"])
+    with pytest.raises(flash_mod.KernelCodeError, match="--library must be one of"):
+        kernel_code_lines(["cortex_m::softmax.out"], core, library="cmsis")
 
 
 def test_external_constants_are_refused_by_name():

@@ -26,7 +26,8 @@ here with the flags that Makefile passes (read from tensorflow/lite/micro/tools/
   but ``*_f16.c``, ``*_f32.c`` and ``arm_nntables_flt.c``; includes CMSIS_PATH, CMSIS_NN_PATH,
   CMSIS/Core/Include, CMSIS-NN's Include.
 
-Kernels: the TFLM kernel sources of the builtin ops the measured models use (:data:`OP_SOURCES`;
+Kernels: the TFLM kernel sources of the builtin ops the lab measures (:data:`OP_SOURCES`: the
+MLPerf Tiny models' ops and the per-op flash probe's, refsim/lab/tflm/flash_probe.py;
 cmsis_nn/ specialisations replace the generic file of the same name, as specialize_files.py
 does) and the kernel helpers; a resolver without the other ops reaches none of the rest of TFLM's
 library, which ``--gc-sections`` would drop anyway.
@@ -159,12 +160,41 @@ TARGETS: dict[str, Target] = {
 OP_SOURCES: dict[str, tuple[str, ...]] = {
     "ADD": ("add.cc", "add_common.cc"),
     "AVERAGE_POOL_2D": ("pooling.cc", "pooling_common.cc"),
+    "BATCH_MATMUL": ("batch_matmul.cc", "batch_matmul_common.cc"),
+    "CONCATENATION": ("concatenation.cc",),
     "CONV_2D": ("conv.cc", "conv_common.cc"),
     "DEPTHWISE_CONV_2D": ("depthwise_conv.cc", "depthwise_conv_common.cc"),
+    "DEQUANTIZE": ("dequantize.cc", "dequantize_common.cc"),
+    "EXPAND_DIMS": ("expand_dims.cc",),
     "FULLY_CONNECTED": ("fully_connected.cc", "fully_connected_common.cc"),
+    "HARD_SWISH": ("hard_swish.cc", "hard_swish_common.cc"),
+    "LEAKY_RELU": ("leaky_relu.cc", "leaky_relu_common.cc"),
+    "LOGISTIC": ("logistic.cc", "logistic_common.cc"),
+    "MAXIMUM": ("maximum_minimum.cc",),
     "MAX_POOL_2D": ("pooling.cc", "pooling_common.cc"),
+    "MEAN": ("reduce.cc", "reduce_common.cc"),
+    "MINIMUM": ("maximum_minimum.cc",),
+    "MUL": ("mul.cc", "mul_common.cc"),
+    "PACK": ("pack.cc",),
+    "PAD": ("pad.cc", "pad_common.cc"),
+    "PADV2": ("pad.cc", "pad_common.cc"),
+    "PRELU": ("prelu.cc", "prelu_common.cc"),
+    "QUANTIZE": ("quantize.cc", "quantize_common.cc"),
+    "RELU": ("activations.cc", "activations_common.cc"),
+    "RELU6": ("activations.cc", "activations_common.cc"),
     "RESHAPE": ("reshape.cc", "reshape_common.cc"),
+    "RESIZE_NEAREST_NEIGHBOR": ("resize_nearest_neighbor.cc",),
+    "SLICE": ("slice.cc",),
     "SOFTMAX": ("softmax.cc", "softmax_common.cc"),
+    "SPLIT": ("split.cc",),
+    "SQUEEZE": ("squeeze.cc",),
+    "STRIDED_SLICE": ("strided_slice.cc", "strided_slice_common.cc"),
+    "SUB": ("sub.cc", "sub_common.cc"),
+    "SUM": ("reduce.cc", "reduce_common.cc"),
+    "TANH": ("tanh.cc",),
+    "TRANSPOSE": ("transpose.cc", "transpose_common.cc"),
+    "TRANSPOSE_CONV": ("transpose_conv.cc",),
+    "UNPACK": ("unpack.cc",),
 }
 #: Kernel helpers every op may call (tensorflow/lite/micro/kernels/).
 KERNEL_SUPPORT: tuple[str, ...] = ("kernel_util.cc", "micro_tensor_utils.cc")
@@ -172,12 +202,41 @@ KERNEL_SUPPORT: tuple[str, ...] = ("kernel_util.cc", "micro_tensor_utils.cc")
 RESOLVER_METHODS: dict[str, str] = {
     "ADD": "AddAdd",
     "AVERAGE_POOL_2D": "AddAveragePool2D",
+    "BATCH_MATMUL": "AddBatchMatMul",
+    "CONCATENATION": "AddConcatenation",
     "CONV_2D": "AddConv2D",
     "DEPTHWISE_CONV_2D": "AddDepthwiseConv2D",
+    "DEQUANTIZE": "AddDequantize",
+    "EXPAND_DIMS": "AddExpandDims",
     "FULLY_CONNECTED": "AddFullyConnected",
+    "HARD_SWISH": "AddHardSwish",
+    "LEAKY_RELU": "AddLeakyRelu",
+    "LOGISTIC": "AddLogistic",
+    "MAXIMUM": "AddMaximum",
     "MAX_POOL_2D": "AddMaxPool2D",
+    "MEAN": "AddMean",
+    "MINIMUM": "AddMinimum",
+    "MUL": "AddMul",
+    "PACK": "AddPack",
+    "PAD": "AddPad",
+    "PADV2": "AddPadV2",
+    "PRELU": "AddPrelu",
+    "QUANTIZE": "AddQuantize",
+    "RELU": "AddRelu",
+    "RELU6": "AddRelu6",
     "RESHAPE": "AddReshape",
+    "RESIZE_NEAREST_NEIGHBOR": "AddResizeNearestNeighbor",
+    "SLICE": "AddSlice",
     "SOFTMAX": "AddSoftmax",
+    "SPLIT": "AddSplit",
+    "SQUEEZE": "AddSqueeze",
+    "STRIDED_SLICE": "AddStridedSlice",
+    "SUB": "AddSub",
+    "SUM": "AddSum",
+    "TANH": "AddTanh",
+    "TRANSPOSE": "AddTranspose",
+    "TRANSPOSE_CONV": "AddTransposeConv",
+    "UNPACK": "AddUnpack",
 }
 
 _MICRO = "tensorflow/lite/micro"
