@@ -83,26 +83,18 @@ def _memory(program: Program, path: Path, cpu: str) -> tuple[int | None, int | N
         from refsim.memory.report import memory_report
 
         report = memory_report(program, path, "forward", cpu)
-        lines = report["lines"]
-        return (
-            report["ram_total"],
-            report["flash_total"],
-            [ln for ln in lines if ln["section"] == "ram"],
-            [ln for ln in lines if ln["section"] == "flash"],
-            "",
-        )
-    try:
-        from refsim.memory.tflm_report import tflm_memory_report
-    except ImportError:
-        return None, None, [], [], "TFLM's RAM and flash model is not available in this build"
-    report = tflm_memory_report(program.file.file, path, cpu)
+        report["note"] = ""
+    else:
+        from refsim.memory.tflm.budget import tflm_memory_report
+
+        report = tflm_memory_report(program.file.file.model, path, cpu)
     lines = report["lines"]
     return (
         report["ram_total"],
         report["flash_total"],
         [ln for ln in lines if ln["section"] == "ram"],
         [ln for ln in lines if ln["section"] == "flash"],
-        "",
+        report["note"],
     )
 
 

@@ -38,6 +38,12 @@ def test_kws_pte_against_tflite_json(capsys, tmp_path):
         } <= set(side)
         assert side["cycles_total"] > 1_000_000 and side["latency_ms"] > 0
     assert a["ram_bytes"] > 0 and a["flash_bytes"] > 0
+    # TFLM's side: the arena (to the byte against TFLM under QEMU) plus what it keeps beside it,
+    # and the predicted image (within 0.2% of the linked firmware): tests/memory
+    ram_lines = b["breakdown"]["ram"]
+    assert ram_lines[0]["bytes"] == 22_824  # kws on the M4: the smallest arena TFLM accepts, measured
+    assert b["ram_bytes"] == sum(ln["bytes"] for ln in ram_lines) > 22_824
+    assert 139_516 * 0.98 < b["flash_bytes"] < 139_516 * 1.02  # the linked image, measured
     # the same layers: 4 depthwise + 4 pointwise convs + the classifier pair one to one, same function
     pairs = [p for p in report["layers"] if p["a"] and p["b"]]
     same = [p for p in pairs if p["a"]["function"] == p["b"]["function"]]
@@ -92,3 +98,28 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(b"\x00" * 64)
     assert_one_error_line(refsim(capsys, "compare", KWS_PTE, bad))
+
+
+def test_tflm_budget_on_a_core_without_its_measured_build(capsys):
+    """The M85 takes the M55's TFLM build (as the ExecuTorch side does); a core the TFLM lab has
+    not built (the M33) leaves RAM and flash unknown and says why, the estimate still stands."""
+    from refsim.memory.tflm.budget import tflm_memory_report
+    from refsim.tflite import load_model
+
+    model = load_model(KWS_TFLITE).model
+    m85, m55 = (
+        tflm_memory_report(model, KWS_TFLITE, "cortex-m85"),
+        tflm_memory_report(model, KWS_TFLITE, "cortex-m55"),
+    )
+    assert (m85["ram_total"], m85["flash_total"]) == (m55["ram_total"], m55["flash_total"])
+    assert "cortex-m55's build" in m85["lines"][0]["source"]
+    m33 = tflm_memory_report(model, KWS_TFLITE, "cortex-m33")
+    assert (
+        m33["ram_total"] is None
+        and m33["flash_total"] is None
+        and "not predicted on cortex-m33" in m33["note"]
+    )
+    code, out, err = refsim(capsys, "compare", KWS_PTE, KWS_TFLITE, "--cpu", "cortex-m33", "--json", "-")
+    assert code == 0, err
+    b = json.loads(out)["b"]
+    assert b["ram_bytes"] is None and b["cycles_total"] > 0 and "not predicted" in b["memory_note"]
