@@ -15,7 +15,7 @@ import numpy as np
 from refsim.tflite import schema as s
 from refsim.tflite.writer import ModelBuilder, write_model
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/tflite/tflm_flash_heldout.tflite"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/tflite/heldout/tflm_flash_heldout.tflite"
 B, T = s.BuiltinOperator, s.TensorType
 
 

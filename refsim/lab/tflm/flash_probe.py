@@ -3,7 +3,7 @@
     REFSIM_TFLM_REPO=/work/ext/tflite-micro CMSIS_NN_DIR=/work/ext/cmsis-nn-tflm \\
     TFLM_DOWNLOADS_DIR=/work/ext/tflm-downloads \\
         python -m refsim.lab.tflm.flash_probe --build /tmp/tflm-build --out refsim/memory/tflm_flash.json \\
-            --check tests/fixtures/tflite/tflm_flash_heldout.tflite
+            --check tests/fixtures/tflite/heldout/tflm_flash_heldout.tflite
 
 Per core, the flash firmware of refsim/lab/tflm/measure.py (``harness/app.cpp``: a
 MicroMutableOpResolver, a MicroInterpreter, AllocateTensors, Invoke; TFLM and its CMSIS-NN built
