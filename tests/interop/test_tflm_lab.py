@@ -47,7 +47,8 @@ def _tools_or_skip() -> None:
 def test_arena_has_every_model_and_core_with_the_agreed_shape():
     assert set(DATA["arena"]) == set(tm.MODELS)
     for model, per_core in DATA["arena"].items():
-        assert set(per_core) == set(tm.CORES), model
+        # the lab's memory cores, and the M33 whose arena was measured later (provenance.later_runs)
+        assert set(per_core) == {*tm.CORES, "cortex-m33"}, model
         for core, entry in per_core.items():
             assert set(entry) == {"arena_used_bytes", "arena_min_bytes"}, (model, core)
             assert all(isinstance(v, int) and v > 0 for v in entry.values()), (model, core)
