@@ -105,7 +105,7 @@ def summarize(path: Path, cpu: str, system: str | None = None, clock_mhz: float 
     program = Program.load(path)
     method = program.method()
     est = estimate_method(program, method, cpu=cpu, system=system, clock_mhz=clock_mhz)
-    origins = getattr(program.file, "origins", None)
+    origins = program.file.origins if program.runtime == "tflm" else None
     layers = []
     for r in est.rows:
         name = r.name

@@ -21,6 +21,9 @@ from refsim.ops import cortex_m_conv as conv_ops
 from refsim.ops import cortex_m_fully_connected as fc_ops
 from refsim.ops import cortex_m_misc as misc_ops
 from refsim.ops.registry import Args, OpDef, OpError, load_all
+from refsim.ops.work_params import dims as _dims
+from refsim.ops.work_params import tiles as _tiles
+from refsim.ops.work_params import weight_bytes as _weights
 
 CostHook = Callable[[Args, str], list[Work]]
 
@@ -29,23 +32,8 @@ CostHook = Callable[[Args, str], list[Work]]
 FOREIGN_EXPORTS: ContextVar[bool] = ContextVar("refsim_cost_foreign_exports", default=False)
 
 
-def _dims(prefix: str, d) -> dict[str, int]:
-    return {f"{prefix}.{k}": int(v) for k, v in zip("nhwc", (d.n, d.h, d.w, d.c), strict=True)}
-
-
-def _tiles(p) -> dict[str, int]:
-    out = {"stride.h": p.stride.h, "stride.w": p.stride.w, "padding.h": p.padding.h, "padding.w": p.padding.w}
-    if hasattr(p, "dilation"):
-        out.update({"dilation.h": p.dilation.h, "dilation.w": p.dilation.w})
-    return out
-
-
 def _numel(t) -> int:
     return int(t.meta.numel)
-
-
-def _weights(a: Args, *names: str) -> int:
-    return sum(int(getattr(a, n).meta.nbytes) for n in names if getattr(a, n, None) is not None)
 
 
 def _conv(kind: str, function: str) -> CostHook:

@@ -53,6 +53,9 @@ from refsim.ops.cortex_m_calls import (
 )
 from refsim.ops.cortex_m_conv import _conv_operands, _conv_scratch_need, _ConvCall, _pair, _quant
 from refsim.ops.registry import Args, register
+from refsim.ops.work_params import dims as _dims
+from refsim.ops.work_params import tiles as _tiles
+from refsim.ops.work_params import weight_bytes as _weight_bytes
 from refsim.pte.model import ScalarType
 
 _CONV = (
@@ -181,21 +184,6 @@ def KernelWork(*args, **kwargs):
     from isa_models.cortex_m.program import KernelWork as work
 
     return work(*args, **kwargs)
-
-
-def _dims(prefix: str, d: Dims) -> dict[str, int]:
-    return {f"{prefix}.{k}": int(v) for k, v in zip("nhwc", (d.n, d.h, d.w, d.c), strict=True)}
-
-
-def _tiles(p) -> dict[str, int]:
-    out = {"stride.h": p.stride.h, "stride.w": p.stride.w, "padding.h": p.padding.h, "padding.w": p.padding.w}
-    if hasattr(p, "dilation"):
-        out.update({"dilation.h": p.dilation.h, "dilation.w": p.dilation.w})
-    return out
-
-
-def _weight_bytes(a: Args, *names: str) -> int:
-    return sum(int(getattr(a, n).meta.nbytes) for n in names if getattr(a, n, None) is not None)
 
 
 _register_conv(

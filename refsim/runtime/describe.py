@@ -31,8 +31,7 @@ def io_quantization(program: Program, method: str, kind: str, index: int) -> IOQ
     None as well when the zero point is not an integer (a NaN or infinite Double in a corrupt
     or hand-made file): there is no quantization to report or apply. A lowered .tflite has no
     constant methods: its subgraph input or output tensor's own (per-tensor) quantization is it."""
-    lowered = getattr(program.file, "origins", None) is not None
-    if lowered:
+    if program.runtime == "tflm":
         graph = program.file.file.model.subgraphs[program.file.subgraph]
         tensors = graph.inputs if kind == "input" else graph.outputs
         if not 0 <= index < len(tensors):

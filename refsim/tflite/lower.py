@@ -272,6 +272,7 @@ class _Builder:
         self.constants: list[np.ndarray] = []
         self.calls: list[pm.KernelCall] = []
         self.operators: list[pm.Operator] = []
+        self._operator_index: dict[str, int] = {}  # qualified name -> index in operators
         self.origins: list[Origin] = []
         self.arena = 0
         self._ints: dict[int, int] = {}
@@ -329,10 +330,11 @@ class _Builder:
             indices.append(self._argument(cx, spec, call.args.get(spec.name)))
         if op.schema.outputs:
             indices.append(indices[[a.name for a in op.schema.args].index(op.schema.outputs[0].name)])
-        if call.op not in [o.qualified_name for o in self.operators]:
+        if call.op not in self._operator_index:
             name, _, overload = call.op.partition(".")
+            self._operator_index[call.op] = len(self.operators)
             self.operators.append(pm.Operator(name, overload))
-        op_index = [o.qualified_name for o in self.operators].index(call.op)
+        op_index = self._operator_index[call.op]
         self.calls.append(pm.KernelCall(op_index, tuple(indices)))
         self.origins.append(Origin(cx.index, cx.name))
 
