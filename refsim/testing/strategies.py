@@ -100,6 +100,8 @@ def per_channel(channels: int) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray
 #: Draws with at most this many elements are made element by element (they shrink); bigger ones
 #: (tensor data) come from a numpy generator seeded by one draw.
 SMALL = 4
+#: Draws per example before the rest of it comes from numpy (see HypothesisRng).
+BUDGET = 96
 _UNIT = 1 << 53  # random() and uniform() are k / 2^53, as numpy's doubles are
 
 
@@ -111,13 +113,30 @@ class HypothesisRng:
     A weighted ``choice`` (``p=``) never picks an item of weight 0 and shrinks toward the first
     item of positive weight; ``random()`` shrinks toward 0.0. The frequencies differ from numpy's
     (hypothesis favours small and boundary values), the set of reachable values does not.
+
+    After :data:`BUDGET` draws in one example every further call goes to a numpy generator seeded
+    by one draw: a generator's rejection loop (``while True: draw a shape; if it fits: break``)
+    then ends as it does with numpy, even on hypothesis' simplest input, where every draw is
+    its minimum and would be rejected forever.
     """
 
     def __init__(self, draw: st.DrawFn) -> None:
-        self._draw = draw
+        self._draw_fn = draw
+        self._draws = 0
+        self._spent: np.random.Generator | None = None
+
+    def _draw(self, strategy: st.SearchStrategy) -> Any:
+        self._draws += 1
+        return self._draw_fn(strategy)
+
+    def _numpy(self) -> np.random.Generator | None:
+        """The numpy generator every call goes to once the budget is spent, else None."""
+        if self._spent is None and self._draws >= BUDGET:
+            self._spent = self._bulk()
+        return self._spent
 
     def _bulk(self) -> np.random.Generator:
-        return np.random.default_rng(self._draw(st.integers(0, 2**64 - 1), label="data seed"))
+        return np.random.default_rng(self._draw(st.integers(0, 2**64 - 1)))
 
     @staticmethod
     def _small(size: Any) -> tuple[int, ...] | None:
@@ -126,6 +145,8 @@ class HypothesisRng:
         return shape if int(np.prod(shape)) <= SMALL else None
 
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint: bool = False):
+        if (rng := self._numpy()) is not None:
+            return rng.integers(low, high, size=size, dtype=dtype, endpoint=endpoint)
         if high is None:
             low, high = 0, low
         if np.ndim(low) or np.ndim(high) or (size is not None and self._small(size) is None):
@@ -152,6 +173,8 @@ class HypothesisRng:
         return int(min(np.searchsorted(edges, u, side="right"), np.flatnonzero(weights)[-1]))
 
     def choice(self, a, size=None, replace: bool = True, p=None):
+        if (rng := self._numpy()) is not None:
+            return rng.choice(a, size=size, replace=replace, p=p)
         items = np.arange(a) if np.ndim(a) == 0 else np.asarray(a)
         if not replace or (size is not None and self._small(size) is None):
             return self._bulk().choice(items, size=size, replace=replace, p=p)
@@ -162,6 +185,8 @@ class HypothesisRng:
         return items[np.array(picks, dtype=np.intp).reshape(shape)]  # type: ignore[arg-type]
 
     def random(self, size=None):
+        if (rng := self._numpy()) is not None:
+            return rng.random(size)
         if size is not None and self._small(size) is None:
             return self._bulk().random(size)
         if size is None:
@@ -170,6 +195,8 @@ class HypothesisRng:
         return np.array([self.random() for _ in range(int(np.prod(shape)))]).reshape(shape)  # type: ignore[arg-type]
 
     def uniform(self, low=0.0, high=1.0, size=None):
+        if (rng := self._numpy()) is not None:
+            return rng.uniform(low, high, size)
         if size is not None or np.ndim(low) or np.ndim(high):
             return self._bulk().uniform(low, high, size)
         return float(low) + (float(high) - float(low)) * self.random()
@@ -178,6 +205,8 @@ class HypothesisRng:
         return self._bulk().normal(loc, scale, size)
 
     def permutation(self, x):
+        if (rng := self._numpy()) is not None:
+            return rng.permutation(x)
         items = np.arange(x) if np.ndim(x) == 0 else np.asarray(x)
         order = self._draw(st.permutations(list(range(len(items)))))
         return items[np.array(order, dtype=np.intp)]
@@ -233,6 +262,7 @@ def batches(function: str, size: int) -> st.SearchStrategy[Sequence[vec.Case]]:
 
 
 __all__ = [
+    "BUDGET",
     "INT8",
     "SMALL",
     "HypothesisRng",
