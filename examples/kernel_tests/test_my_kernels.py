@@ -1,7 +1,5 @@
 """My arm_elementwise_mul_s8 against refsim's golden model, on a Cortex-M under QEMU.
-
-    pytest --refsim-kernels-dir mykernels --refsim-cpu cortex-m4
-"""
+Run: ``pytest --refsim-kernels-dir mykernels --refsim-cpu cortex-m4``."""
 
 from hypothesis import Phase, given, settings
 

@@ -87,7 +87,9 @@ class KernelRunner:
         """The CMSIS-NN functions the library defines (and refsim knows)."""
         from refsim.qemu.conformance import kernel_functions
 
-        return frozenset(f for f in kernel_functions() if self.target.available is None or f in self.target.available)
+        return frozenset(
+            f for f in kernel_functions() if self.target.available is None or f in self.target.available
+        )
 
     def run(self, cases: Sequence[Case]) -> Report:
         """Run ``cases`` (conformance vectors with their expected outputs) through the library,
@@ -121,7 +123,9 @@ class KernelRunner:
         ``refsim conformance --kernel FUNCTION --cases N --seed S``), checked as :meth:`check_cases`."""
         from refsim.conformance import vectors as vec
 
-        return self.check_cases(list(vec.generate_cases(function, cases, seed)), label=f"{function}-seed{seed}")
+        return self.check_cases(
+            list(vec.generate_cases(function, cases, seed)), label=f"{function}-seed{seed}"
+        )
 
     def _failure_message(self, report: Report, label: str) -> str:
         from refsim.qemu.conformance import mismatch_classes, save_reproducers

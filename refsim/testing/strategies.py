@@ -199,7 +199,8 @@ class HypothesisRng:
             return rng.uniform(low, high, size)
         if size is not None or np.ndim(low) or np.ndim(high):
             return self._bulk().uniform(low, high, size)
-        return float(low) + (float(high) - float(low)) * self.random()
+        value = float(low) + (float(high) - float(low)) * self.random()
+        return value if value < float(high) else float(np.nextafter(float(high), float(low)))  # [low, high)
 
     def normal(self, loc=0.0, scale=1.0, size=None):
         return self._bulk().normal(loc, scale, size)
@@ -242,7 +243,9 @@ def cases(function: str) -> st.SearchStrategy[vec.Case]:
 
     def with_output(call: tuple[Arrays, Params]) -> vec.Case:
         arrays, params = call
-        return vec.Case(function, _case_id(arrays, params), arrays, params, np.asarray(fn.run(arrays, params)))
+        return vec.Case(
+            function, _case_id(arrays, params), arrays, params, np.asarray(fn.run(arrays, params))
+        )
 
     return arguments(function).map(with_output)
 

@@ -123,4 +123,6 @@ def test_bad_arguments_are_one_line_errors():
     with pytest.raises(TypeError, match="lacks argument"):
         g.arm_relu6_s8(np.zeros(3, np.int8))
     with pytest.raises(VectorError, match="input_dims as a tuple must be"):
-        g.arm_max_pool_s8(None, g.cmsis_nn_pool_params(), (1, 2, 2), np.zeros(4, np.int8), (1, 1, 1, 1), (1, 2, 2, 1))
+        g.arm_max_pool_s8(
+            None, g.cmsis_nn_pool_params(), (1, 2, 2), np.zeros(4, np.int8), (1, 1, 1, 1), (1, 2, 2, 1)
+        )
