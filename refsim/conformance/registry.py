@@ -164,6 +164,16 @@ def random_offset(rng: np.random.Generator, lo: int, hi: int) -> int:
     return int(rng.integers(lo, hi, endpoint=True))
 
 
+def random_input_offset(rng: np.random.Generator) -> int:
+    """An input offset (:data:`INPUT_OFFSET_RANGE`), at an extreme, at zero or anywhere."""
+    return random_offset(rng, *INPUT_OFFSET_RANGE)
+
+
+def random_output_offset(rng: np.random.Generator) -> int:
+    """An output offset (:data:`OUTPUT_OFFSET_RANGE`), at an extreme, at zero or anywhere."""
+    return random_offset(rng, *OUTPUT_OFFSET_RANGE)
+
+
 def random_activation(
     rng: np.random.Generator, weights: tuple[float, float, float, float] = (0.4, 0.25, 0.25, 0.1)
 ) -> tuple[int, int]:

@@ -32,37 +32,44 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kernels_py.types import (
+    Activation,
+    BmmParams,
+    ConvParams,
+    Dims,
+    DwConvParams,
+    FcParams,
+    PerChannelQuantParams,
+    PerTensorQuantParams,
+    PoolParams,
+    Tile,
+    TransposeConvParams,
+)
 from refsim.conformance import registry
 from refsim.conformance import vectors as vec
 from refsim.errors import VectorError
 
 # --- the structs of arm_nn_types.h -----------------------------------------------------------------
-# Named as in C (a C programmer reads them as the same thing); defaults are the identity values.
+# Under their C names (a C programmer reads them as the same thing): kernels_py's dataclasses, whose
+# fields are CMSIS-NN's own; defaults are the identity values. The two kernels_py has no use for
+# (a scratch buffer, the transpose's permutation list) are here.
 
-
-@dataclass(frozen=True)
-class cmsis_nn_tile:
-    w: int = 1
-    h: int = 1
-
-
-@dataclass(frozen=True)
-class cmsis_nn_dims:
-    n: int
-    h: int
-    w: int
-    c: int
-
-
-@dataclass(frozen=True)
-class cmsis_nn_activation:
-    min: int = -128
-    max: int = 127
+cmsis_nn_tile = Tile
+cmsis_nn_dims = Dims
+cmsis_nn_activation = Activation
+cmsis_nn_conv_params = ConvParams
+cmsis_nn_transpose_conv_params = TransposeConvParams
+cmsis_nn_dw_conv_params = DwConvParams
+cmsis_nn_pool_params = PoolParams
+cmsis_nn_fc_params = FcParams
+cmsis_nn_bmm_params = BmmParams
+cmsis_nn_per_channel_quant_params = PerChannelQuantParams
+cmsis_nn_per_tensor_quant_params = PerTensorQuantParams
 
 
 @dataclass(frozen=True)
@@ -71,72 +78,6 @@ class cmsis_nn_context:
 
     buf: Any = None
     size: int = 0
-
-
-@dataclass(frozen=True)
-class cmsis_nn_conv_params:
-    input_offset: int = 0
-    output_offset: int = 0
-    stride: cmsis_nn_tile = field(default_factory=cmsis_nn_tile)
-    padding: cmsis_nn_tile = field(default_factory=lambda: cmsis_nn_tile(0, 0))
-    dilation: cmsis_nn_tile = field(default_factory=cmsis_nn_tile)
-    activation: cmsis_nn_activation = field(default_factory=cmsis_nn_activation)
-
-
-@dataclass(frozen=True)
-class cmsis_nn_transpose_conv_params:
-    input_offset: int = 0
-    output_offset: int = 0
-    stride: cmsis_nn_tile = field(default_factory=cmsis_nn_tile)
-    padding: cmsis_nn_tile = field(default_factory=lambda: cmsis_nn_tile(0, 0))
-    padding_offsets: cmsis_nn_tile = field(default_factory=lambda: cmsis_nn_tile(0, 0))
-    dilation: cmsis_nn_tile = field(default_factory=cmsis_nn_tile)
-    activation: cmsis_nn_activation = field(default_factory=cmsis_nn_activation)
-
-
-@dataclass(frozen=True)
-class cmsis_nn_dw_conv_params:
-    input_offset: int = 0
-    output_offset: int = 0
-    ch_mult: int = 1
-    stride: cmsis_nn_tile = field(default_factory=cmsis_nn_tile)
-    padding: cmsis_nn_tile = field(default_factory=lambda: cmsis_nn_tile(0, 0))
-    dilation: cmsis_nn_tile = field(default_factory=cmsis_nn_tile)
-    activation: cmsis_nn_activation = field(default_factory=cmsis_nn_activation)
-
-
-@dataclass(frozen=True)
-class cmsis_nn_pool_params:
-    stride: cmsis_nn_tile = field(default_factory=cmsis_nn_tile)
-    padding: cmsis_nn_tile = field(default_factory=lambda: cmsis_nn_tile(0, 0))
-    activation: cmsis_nn_activation = field(default_factory=cmsis_nn_activation)
-
-
-@dataclass(frozen=True)
-class cmsis_nn_fc_params:
-    input_offset: int = 0
-    filter_offset: int = 0
-    output_offset: int = 0
-    activation: cmsis_nn_activation = field(default_factory=cmsis_nn_activation)
-
-
-@dataclass(frozen=True)
-class cmsis_nn_bmm_params:
-    adj_x: bool = False
-    adj_y: bool = False
-    fc_params: cmsis_nn_fc_params = field(default_factory=cmsis_nn_fc_params)
-
-
-@dataclass(frozen=True)
-class cmsis_nn_per_channel_quant_params:
-    multiplier: Any  # int32 array, one per output channel
-    shift: Any
-
-
-@dataclass(frozen=True)
-class cmsis_nn_per_tensor_quant_params:
-    multiplier: int
-    shift: int
 
 
 @dataclass(frozen=True)
