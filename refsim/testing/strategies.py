@@ -32,8 +32,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
+
+try:
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+except ModuleNotFoundError as error:  # hypothesis comes with the `testing` (and `test`) extra
+    raise ModuleNotFoundError(
+        f"refsim.testing.strategies needs hypothesis ({error}): pip install 'refsim[testing]'",
+        name=error.name,
+    ) from None
 
 from kernels_py.types import Activation
 from refsim.conformance import registry

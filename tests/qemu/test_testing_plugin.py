@@ -32,10 +32,12 @@ def _plugin_args() -> list[str]:
     return [] if registered else ["-p", "refsim.testing.plugin"]
 
 
-def run_pytest(project: Path, *options: str) -> subprocess.CompletedProcess:
+def run_pytest(
+    project: Path, *options: str, tests: str = "test_my_kernels.py"
+) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *_plugin_args(),
-               "test_my_kernels.py", *options]  # fmt: skip
+               tests, *options]  # fmt: skip
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -60,6 +62,14 @@ def test_the_example_passes_and_fails_with_a_reproducer_when_its_kernel_is_broke
     done = run_pytest(project, *options)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
+
+    # A function the library does not define fails by name (the build is cached: no rebuild).
+    (project / "test_missing.py").write_text(
+        "def test_relu6(refsim_kernels):\n    refsim_kernels.check('arm_relu6_s8', cases=3)\n"
+    )
+    done = run_pytest(project, *options, tests="test_missing.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "mykernels does not define arm_relu6_s8 (it defines arm_elementwise_mul_s8)" in done.stdout
 
     # Off by one in the rounding of the divide by a power of two: ties now round up.
     source = project / KERNEL
