@@ -23,7 +23,7 @@ the fixture are skipped with the reason. This module imports only pytest at impo
 from __future__ import annotations
 
 import re
-import tempfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,9 +130,12 @@ class KernelRunner:
     def _failure_message(self, report: Report, label: str) -> str:
         from refsim.qemu.conformance import mismatch_classes, save_reproducers
 
-        self.failures_root.mkdir(parents=True, exist_ok=True)
+        # Named by what failed, so a rerun of the same failure (hypothesis replays its failing
+        # example once more at the end) writes the same directory again.
+        failed = "\n".join(sorted(f.case.label for f in report.failures))
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:80]
-        directory = Path(tempfile.mkdtemp(prefix=f"{safe}-", dir=self.failures_root))
+        directory = self.failures_root / f"{safe}-{zlib.crc32(failed.encode()):08x}"
+        directory.mkdir(parents=True, exist_ok=True)
         saved = save_reproducers(report, directory)
         ran = report.passed + report.failed
         lines = [
