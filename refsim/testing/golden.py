@@ -16,9 +16,10 @@ with the same name and the same arguments in the same order, its structs as plai
 
 A struct is the dataclass of the same name (fields as in ``arm_nn_types.h``), a ``dict`` with
 those keys (nested structs as dicts), or for dims a 4-tuple ``(n, h, w, c)``. Arrays are numpy
-arrays in CMSIS-NN's layout (flat or shaped). The output pointer is optional, last as in C:
-given, the result is written into it; the result is always returned. A NULL pointer is ``None``
-(``bias_data=None``: no bias). Instead of ``arm_cmsis_nn_status``, arguments CMSIS-NN would
+arrays in CMSIS-NN's layout (flat or shaped). The output pointer keeps its place in C's list and
+may be ``None`` (or left out when the arguments after it are passed by keyword): given, the result
+is written into it; the result is always returned. ``ctx`` and unused arguments may be ``None``
+too. A NULL pointer is ``None`` (``bias_data=None``: no bias). Instead of ``arm_cmsis_nn_status``, arguments CMSIS-NN would
 refuse raise :class:`~kernels_py.errors.KernelArgumentError` naming the argument.
 
 Each call is flattened into a conformance vector (shared VECTORS.md names) and run by the same
@@ -320,8 +321,8 @@ def _fill_null(function: str, arrays: dict[str, np.ndarray], params: dict[str, A
     for vector in null:
         if vector not in ("bias", "bias_data"):
             raise VectorError(f"{function}: {vector} must not be NULL (None)")
-        length = params.get("bias_dims.c") or params.get("output_dims.c") or params.get("vector_rows", 0)
-        arrays[vector] = np.zeros(int(length), np.int32)
+        channels = params["output_dims.c"] if "output_dims.c" in params else params["vector_rows"]
+        arrays[vector] = np.zeros(int(channels), np.int32)
         params["bias_is_null"] = True
     if "bias" in arrays and "bias_is_null" not in params:
         params["bias_is_null"] = False
