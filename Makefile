@@ -28,7 +28,7 @@ INTEROP_TESTS += tests/compiler/test_zoo.py tests/compiler/test_cli.py tests/com
   tests/compiler/test_interop_executorch.py
 INTEROP_TESTS += tests/compiler/test_fp32_fallback.py
 
-.PHONY: demo test test-main test-interop lint bench pte-fixtures apt-deps venv venv-interop clean conformance-long
+.PHONY: demo test test-main test-example test-interop lint bench pte-fixtures apt-deps venv venv-interop clean conformance-long
 
 venv: $(VENV)/.installed
 venv-interop: $(INTEROP_VENV)/.installed
@@ -74,18 +74,25 @@ demo: venv venv-interop
 	$(VENV)/bin/refsim run build/kws_m55.pte --estimate-cycles --json build/kws_m55_report.json
 	@echo "compile report: build/kws_compile.json, run report: build/kws_m55_report.json"
 
-# Both suites run even when the first fails; each log is kept in build/, both pytest summaries
-# are printed again at the end with their sum, and the exit status is non-zero if either failed.
+# The suites (main, the example user project of examples/kernel_tests, interop) all run even when one
+# fails; each log is kept in build/, the pytest summaries are printed again at the end with their sum,
+# and the exit status is non-zero if any failed.
 test: venv venv-interop apt-deps
 	@mkdir -p build; status=0; \
 	$(MAKE) --no-print-directory test-main 2>&1 | tee build/test-main.log; [ "$${PIPESTATUS[0]}" = 0 ] || status=1; \
+	$(MAKE) --no-print-directory test-example 2>&1 | tee build/test-example.log; [ "$${PIPESTATUS[0]}" = 0 ] || status=1; \
 	$(MAKE) --no-print-directory test-interop 2>&1 | tee build/test-interop.log; [ "$${PIPESTATUS[0]}" = 0 ] || status=1; \
-	$(PY) tests/summary.py main=build/test-main.log interop=build/test-interop.log || status=1; \
+	$(PY) tests/summary.py main=build/test-main.log example=build/test-example.log interop=build/test-interop.log || status=1; \
 	exit $$status
 
 test-main: venv apt-deps
 	$(PY) -m ruff check refsim kernels_py isa_models compiler tests benchmarks examples
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
+
+# The example user project (examples/kernel_tests): its kernel under QEMU through refsim's pytest plugin.
+test-example: venv apt-deps
+	cd examples/kernel_tests && $(abspath $(PY)) -m pytest -q -p no:cacheprovider test_my_kernels.py \
+	  --refsim-kernels-dir mykernels --refsim-cpu cortex-m4
 
 test-interop: venv-interop apt-deps
 	$(IPY) -m pytest -n $(PYTEST_WORKERS) -q $(INTEROP_TESTS)

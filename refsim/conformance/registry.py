@@ -86,6 +86,19 @@ def get(name: str) -> VectorFunction:
         raise UnsupportedError(f"no CMSIS-NN function named {name!r}; known: {known}") from None
 
 
+# --- the scalar domains of CMSIS-NN's quantized arithmetic --------------------------------
+# (refsim.testing.strategies draws the same ranges for hypothesis)
+
+#: input_offset = -input_zero_point, zero point in [-128, 127]; CMSIS-NN asks [-127, 128].
+INPUT_OFFSET_RANGE = (-127, 128)
+#: output_offset = output_zero_point.
+OUTPUT_OFFSET_RANGE = (-128, 127)
+#: Q0.31 multipliers as quantize_multiplier makes them (0 only for a zero scale).
+MULTIPLIER_RANGE = (1 << 30, (1 << 31) - 1)
+#: Shifts as frexp gives them (positive = left), the range arm_nn_requantize handles.
+SHIFT_RANGE = (-31, 30)
+
+
 # --- helpers the family adapters share -------------------------------------------------
 
 
@@ -137,7 +150,7 @@ def put_dims(params: Params, prefix: str, shape: tuple[int, ...]) -> None:
 
 def random_multiplier(rng: np.random.Generator, size: int | None = None) -> Any:
     """Multipliers as quantize_multiplier produces them, biased toward the extremes."""
-    lo, hi = 1 << 30, (1 << 31) - 1
+    lo, hi = MULTIPLIER_RANGE
     values = rng.integers(lo, hi, size=size, endpoint=True, dtype=np.int64)
     if size is None:
         return int(values)
@@ -149,6 +162,16 @@ def random_offset(rng: np.random.Generator, lo: int, hi: int) -> int:
     if rng.random() < 0.4:
         return int(rng.choice([lo, hi, 0]))
     return int(rng.integers(lo, hi, endpoint=True))
+
+
+def random_input_offset(rng: np.random.Generator) -> int:
+    """An input offset (:data:`INPUT_OFFSET_RANGE`), at an extreme, at zero or anywhere."""
+    return random_offset(rng, *INPUT_OFFSET_RANGE)
+
+
+def random_output_offset(rng: np.random.Generator) -> int:
+    """An output offset (:data:`OUTPUT_OFFSET_RANGE`), at an extreme, at zero or anywhere."""
+    return random_offset(rng, *OUTPUT_OFFSET_RANGE)
 
 
 def random_activation(

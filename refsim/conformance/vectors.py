@@ -40,6 +40,15 @@ class Case:
     def label(self) -> str:
         return f"{self.function}/{self.case_id}"
 
+    def __repr__(self) -> str:
+        # Short: hypothesis prints a failing example's cases, whose arrays can be kilobytes.
+        shapes = ", ".join(f"{name}{list(a.shape)}" for name, a in self.arrays.items())
+        return f"Case({self.label}: {shapes} -> output{list(np.shape(self.output))})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """The same for hypothesis' and IPython's pretty printers (which list a dataclass's fields)."""
+        printer.text(repr(self))
+
 
 @dataclass
 class CaseResult:

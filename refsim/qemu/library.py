@@ -124,6 +124,13 @@ def library_layout(kernels_dir: Path) -> tuple[Path, list[Path]]:
     return include, sources
 
 
+def _type_headers(include: Path) -> list[str]:
+    """kernels_c's ``include/`` (our CMSIS-NN type headers), last on the path, for a library whose
+    ``Include/`` lacks ``arm_nn_types.h``: a kernel developer's small library (examples/kernel_tests)
+    declares its own functions and takes CMSIS-NN's types from us. A CMSIS-NN checkout has its own."""
+    return [] if (include / "arm_nn_types.h").is_file() else [f"-I{KERNELS_C / 'include'}"]
+
+
 def _library_files(kernels_dir: Path) -> list[Path]:
     theirs = [
         p for d in ("Include", "Source") for p in (kernels_dir / d).rglob("*") if p.suffix in (".c", ".h")
@@ -246,6 +253,7 @@ def build_library_harness(
         *("-std=gnu11" if f == "-std=c11" else f for f in COMMON_CFLAGS),
         f"-I{include}",
         *(f"-I{KERNELS_C / d}" for d in ("harness", "boards", "src")),
+        *_type_headers(include),
     ]
     if profile != DEFAULT_PROFILE and not uses_cmake:
         raise QemuError(f"--kernels-dir {kernels_dir}: build profile {profile.name} needs a CMake project")

@@ -24,7 +24,7 @@ from kernels_py.activation import (
 from kernels_py.errors import KernelArgumentError
 from refsim.conformance import registry
 from refsim.errors import VectorError
-from tests.strategies import activations, int8_arrays
+from refsim.testing.strategies import activations, int8_arrays
 
 shapes = hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=6)
 inputs = shapes.flatmap(int8_arrays)

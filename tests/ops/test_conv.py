@@ -16,7 +16,7 @@ from kernels_py.fixedpoint import clamp, requantize, wrap_int32
 from kernels_py.types import Activation, ConvParams, Dims, PerChannelQuantParams, Tile, TransposeConvParams
 from refsim.conformance import registry
 from refsim.errors import VectorError
-from tests.strategies import activations, input_offsets, int8_arrays, output_offsets, per_channel
+from refsim.testing.strategies import activations, input_offsets, int8_arrays, output_offsets, per_channel
 
 # Q0.31 multiplier 2^30 (0.5) with shift 1 is the identity: requantize(v, 2^30, 1) == v.
 IDENTITY = (1 << 30, 1)

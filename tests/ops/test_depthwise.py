@@ -12,7 +12,7 @@ from kernels_py.errors import KernelArgumentError
 from kernels_py.types import Activation, Dims, DwConvParams, PerChannelQuantParams, Tile
 from refsim.conformance import registry
 from refsim.errors import VectorError
-from tests.strategies import (
+from refsim.testing.strategies import (
     activations,
     input_offsets,
     int8_arrays,

@@ -16,7 +16,14 @@ from kernels_py.fixedpoint import elementwise_add_params
 from kernels_py.types import INT32_MAX, INT32_MIN
 from refsim.conformance import registry
 from refsim.errors import VectorError
-from tests.strategies import activations, input_offsets, int8_arrays, multipliers, output_offsets, shifts
+from refsim.testing.strategies import (
+    activations,
+    input_offsets,
+    int8_arrays,
+    multipliers,
+    output_offsets,
+    shifts,
+)
 
 # --- strategies ----------------------------------------------------------------------------
 

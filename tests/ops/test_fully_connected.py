@@ -21,7 +21,7 @@ from kernels_py.types import (
 )
 from refsim.conformance import registry
 from refsim.errors import VectorError
-from tests.strategies import (
+from refsim.testing.strategies import (
     activations,
     input_offsets,
     int8_arrays,

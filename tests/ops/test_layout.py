@@ -13,7 +13,7 @@ from kernels_py.layout import pad_s8, pad_s8_reference, transpose_s8, transpose_
 from kernels_py.types import Dims
 from refsim.conformance import registry
 from refsim.errors import VectorError
-from tests.strategies import INT8, int8_arrays
+from refsim.testing.strategies import INT8, int8_arrays
 
 shapes = hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=4)
 pad_values = st.one_of(st.sampled_from([-128, 127, 0]), INT8)

@@ -12,7 +12,7 @@ from kernels_py.errors import KernelArgumentError
 from kernels_py.types import Activation, PoolParams, Tile
 from refsim.conformance import registry
 from refsim.errors import VectorError
-from tests.strategies import activations, int8_arrays
+from refsim.testing.strategies import activations, int8_arrays
 
 PAIRS = {
     "avg": (pooling.avgpool_s8_reference, pooling.avgpool_s8),

@@ -18,7 +18,7 @@ from kernels_py.softmax import (
 )
 from refsim.conformance import registry
 from refsim.errors import VectorError
-from tests.strategies import INT8, multipliers
+from refsim.testing.strategies import INT8, multipliers
 
 # beta * input_scale as log2: from just above TFLM's floor (2^-26) to well past the 2^31 - 1 cap
 # (2^5, where the real multiplier saturates).

@@ -28,8 +28,9 @@ from refsim.conformance.registry import (
     param,
     put_dims,
     random_activation,
+    random_input_offset,
     random_multiplier,
-    random_offset,
+    random_output_offset,
     register,
 )
 from refsim.errors import VectorError
@@ -148,9 +149,9 @@ def _add_case(rng: np.random.Generator) -> tuple[Arrays, Params]:
         q["input_2_mult"] = -q["input_2_mult"]
     act_min, act_max = random_activation(rng, (0.5, 0.2, 0.2, 0.1))
     params: Params = {
-        "input_1_offset": random_offset(rng, -127, 128),
-        "input_2_offset": random_offset(rng, -127, 128),
-        "out_offset": random_offset(rng, -128, 127),
+        "input_1_offset": random_input_offset(rng),
+        "input_2_offset": random_input_offset(rng),
+        "out_offset": random_output_offset(rng),
         **{k: int(v) for k, v in q.items()},
         "out_activation_min": act_min,
         "out_activation_max": act_max,
@@ -171,9 +172,9 @@ def _mul_case(rng: np.random.Generator) -> tuple[Arrays, Params]:
         mult, shift = random_multiplier(rng), int(rng.integers(-31, 15, endpoint=True))
     act_min, act_max = random_activation(rng, (0.5, 0.2, 0.2, 0.1))
     params: Params = {
-        "input_1_offset": random_offset(rng, -127, 128),
-        "input_2_offset": random_offset(rng, -127, 128),
-        "out_offset": random_offset(rng, -128, 127),
+        "input_1_offset": random_input_offset(rng),
+        "input_2_offset": random_input_offset(rng),
+        "out_offset": random_output_offset(rng),
         "out_mult": int(mult),
         "out_shift": int(shift),
         "out_activation_min": act_min,

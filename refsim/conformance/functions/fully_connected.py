@@ -31,8 +31,9 @@ from refsim.conformance.registry import (
     param,
     put_dims,
     random_activation,
+    random_input_offset,
     random_multiplier,
-    random_offset,
+    random_output_offset,
     register,
 )
 from refsim.errors import VectorError
@@ -165,7 +166,7 @@ def _fc_shape(rng: np.random.Generator) -> tuple[int, int, int]:
 
 def _fc_case(rng: np.random.Generator, per_channel: bool) -> tuple[Arrays, Params]:
     batches, depth, out_depth = _fc_shape(rng)
-    input_offset = random_offset(rng, -127, 128)
+    input_offset = random_input_offset(rng)
     acc_rms = _acc_rms(depth, input_offset)
     bias_is_null = bool(rng.random() < 0.15)
     arrays: Arrays = {
@@ -177,7 +178,7 @@ def _fc_case(rng: np.random.Generator, per_channel: bool) -> tuple[Arrays, Param
     params: Params = {
         "input_offset": input_offset,
         "filter_offset": 0,
-        "output_offset": random_offset(rng, -128, 127),
+        "output_offset": random_output_offset(rng),
         "activation.min": act_min,
         "activation.max": act_max,
         "bias_is_null": bias_is_null,
@@ -210,13 +211,13 @@ def _bmm_case(rng: np.random.Generator) -> tuple[Arrays, Params]:
         "input_rhs": rng.integers(-128, 127, (n2, h2, rhs_rows, depth), endpoint=True).astype(np.int8),
     }
     act_min, act_max = random_activation(rng)
-    input_offset, filter_offset = random_offset(rng, -127, 128), random_offset(rng, -127, 128)
+    input_offset, filter_offset = random_input_offset(rng), random_input_offset(rng)
     params: Params = {
         "adj_x": False,
         "adj_y": False,
         "fc_params.input_offset": input_offset,
         "fc_params.filter_offset": filter_offset,
-        "fc_params.output_offset": random_offset(rng, -128, 127),
+        "fc_params.output_offset": random_output_offset(rng),
         "fc_params.activation.min": act_min,
         "fc_params.activation.max": act_max,
         "multiplier": random_multiplier(rng),
@@ -240,8 +241,8 @@ def _vector_sum_case(rng: np.random.Generator) -> tuple[Arrays, Params]:
     params: Params = {
         "vector_cols": cols,
         "vector_rows": rows,
-        "lhs_offset": random_offset(rng, -127, 128),
-        "rhs_offset": random_offset(rng, -127, 128),
+        "lhs_offset": random_input_offset(rng),
+        "rhs_offset": random_input_offset(rng),
         "bias_is_null": bias_is_null,
         "macs": rows * cols,
     }
