@@ -99,7 +99,11 @@ def _memory(program: Program, path: Path, cpu: str) -> tuple[int | None, int | N
 
 
 def summarize(
-    path: Path, cpu: str, system: str | None = None, clock_mhz: float | None = None, program: Program | None = None
+    path: Path,
+    cpu: str,
+    system: str | None = None,
+    clock_mhz: float | None = None,
+    program: Program | None = None,
 ) -> Side:
     """One program's summary on one target; ``program``: ``path`` already loaded (``refsim sweep``
     estimates one loaded program on many targets; estimating leaves a program as it was)."""

@@ -132,7 +132,9 @@ class PoolEngine(Engine):
         # spawn, not fork: a worker starts clean (no copied threads or locks), as a Ray worker does.
         context = multiprocessing.get_context("spawn")
         workers = min(self.workers, len(tasks))
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_pool_init, initargs=(dict(shared),)) as pool:
+        with ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_pool_init, initargs=(dict(shared),)
+        ) as pool:
             pending = {pool.submit(_pool_call, fn, t.payload, t.needs): t for t in tasks}
             try:
                 while pending:
@@ -206,12 +208,24 @@ class RayEngine(Engine):
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     task = pending.pop(ref)
-                    yield task, ray.get(ref)
+                    yield task, self._get(ref)
                 submit()
         finally:
             for ref in pending:  # interrupted: the cluster need not finish what nobody will read
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)
+
+    def _get(self, ref: Any) -> Any:
+        """The task's result; a user error raised on a worker is raised here as itself (one line)."""
+        from refsim.errors import USER_ERRORS
+
+        try:
+            return self._ray.get(ref)
+        except self._ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, USER_ERRORS):
+                raise cause from None
+            raise
 
     def close(self) -> None:
         if self._owned and self._ray.is_initialized():
@@ -265,7 +279,11 @@ class ResultCache:
 
 
 def run_cached(
-    engine: Engine, fn: TaskFn, tasks: Iterable[Task], shared: Mapping[str, Any], cache: ResultCache | None = None
+    engine: Engine,
+    fn: TaskFn,
+    tasks: Iterable[Task],
+    shared: Mapping[str, Any],
+    cache: ResultCache | None = None,
 ) -> Iterator[Done]:
     """Every task's result: those the cache holds first (``cached=True``), then the rest from
     ``engine`` as they finish, each stored in the cache before it is yielded. Tasks with equal keys

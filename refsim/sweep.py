@@ -142,7 +142,9 @@ def targets(cpus: list[str], systems: list[str]) -> list[tuple[str, str]]:
         if p.core not in cores:
             raise SweepError(f"--systems {p.name} has a {p.core}, not one of --cpus {', '.join(cores)}")
     if not cores:
-        raise SweepError("sweep: name the cores with --cpus (e.g. cortex-m4,cortex-m55) or presets with --systems")
+        raise SweepError(
+            "sweep: name the cores with --cpus (e.g. cortex-m4,cortex-m55) or presets with --systems"
+        )
     out = []
     for core in cores:
         mine = list(systems_for(core)) if every else [p for p in presets if p.core == core]
@@ -193,18 +195,23 @@ def task_key(model_sha: str, cpu: str, system: str, clock_mhz: float | None, est
     return content_key("sweep/1", model_sha, cpu, preset, clock_mhz, estimator)
 
 
-def make_tasks(
-    models: list[Model], pairs: list[tuple[str, str]], clocks: list[float | None]
-) -> list[Task]:
+def make_tasks(models: list[Model], pairs: list[tuple[str, str]], clocks: list[float | None]) -> list[Task]:
     """One :class:`~refsim.engine.Task` per combination, models outermost, in the order given."""
     estimator = fingerprint()
     return [
         Task(
             key=task_key(m.sha256, cpu, system, clock, estimator),
-            payload={"path": str(m.path), "model": m.sha256, "suffix": m.suffix, "cpu": cpu, "system": system,
-                     "clock_mhz": clock, "estimator": estimator},
+            payload={
+                "path": str(m.path),
+                "model": m.sha256,
+                "suffix": m.suffix,
+                "cpu": cpu,
+                "system": system,
+                "clock_mhz": clock,
+                "estimator": estimator,
+            },
             needs=(m.sha256,),
-        )  # fmt: skip
+        )
         for m in models
         for cpu, system in pairs
         for clock in clocks
@@ -298,7 +305,9 @@ def make_rows(
         r = results[task.key]
         clock = p["clock_mhz"] if p["clock_mhz"] is not None else float(get_system(p["system"]).clock_mhz)
         row = dict.fromkeys(ROW_FIELDS)
-        row.update(model=p["path"], model_sha256=p["model"], cpu=p["cpu"], system=p["system"], clock_mhz=clock)
+        row.update(
+            model=p["path"], model_sha256=p["model"], cpu=p["cpu"], system=p["system"], clock_mhz=clock
+        )
         row.update({k: v for k, v in r.items() if k in ROW_FIELDS})
         _budget(row, budget_ram, budget_ms)
         rows.append(row)

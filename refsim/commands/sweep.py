@@ -29,16 +29,22 @@ def sweep(
         ),
     ] = None,
     clock_mhz: Annotated[
-        str | None, typer.Option("--clock-mhz", help="Clocks (MHz), comma-separated (default: each preset's).")
+        str | None,
+        typer.Option("--clock-mhz", help="Clocks (MHz), comma-separated (default: each preset's)."),
     ] = None,
     budget_ram: Annotated[
         str | None, typer.Option("--budget-ram", help="RAM budget: 256KiB, 256kB, 1.5MiB, 262144.")
     ] = None,
-    budget_ms: Annotated[str | None, typer.Option("--budget-ms", help="Latency budget: 50, 50ms, 0.05s.")] = None,
+    budget_ms: Annotated[
+        str | None, typer.Option("--budget-ms", help="Latency budget: 50, 50ms, 0.05s.")
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Results file: .json, .csv or .parquet.")] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Pareto plot, latency vs RAM per model (PNG).")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Pareto plot, latency vs RAM per model (PNG).")
+    ] = None,
     workers: Annotated[
-        int | None, typer.Option("--workers", help="Local worker processes (default: one per CPU; 1: in process).")
+        int | None,
+        typer.Option("--workers", help="Local worker processes (default: one per CPU; 1: in process)."),
     ] = None,
     ray: Annotated[
         str | None,
@@ -48,7 +54,9 @@ def sweep(
     ] = None,
     cache_dir: Annotated[
         Path | None,
-        typer.Option("--cache-dir", help="Result cache (default: $XDG_CACHE_HOME/refsim/sweep or ~/.cache/...)."),
+        typer.Option(
+            "--cache-dir", help="Result cache (default: $XDG_CACHE_HOME/refsim/sweep or ~/.cache/...)."
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table; only the closing line.")] = False,
 ) -> None:
@@ -107,7 +115,8 @@ def sweep(
         _print(rows, ram, ms)
     console.print(
         f"{len(rows)} estimates: {hits} from the cache, {len(tasks) - hits} computed on {where} "
-        f"in {wall:.1f} s" + (f"; {sum(r['meets_budget'] for r in rows)} meet the budget" if ram or ms else ""),
+        f"in {wall:.1f} s"
+        + (f"; {sum(r['meets_budget'] for r in rows)} meet the budget" if ram or ms else ""),
         highlight=False,
     )
 
