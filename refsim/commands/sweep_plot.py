@@ -1,5 +1,6 @@
 """The Pareto plot of `refsim sweep --plot`: latency against RAM, one panel per model, one colour
-per core, each model's front joined, the budgets as lines, the points meeting both ringed."""
+per core, each model's Pareto front starred and joined, the budgets as lines, the points meeting
+both ringed in green."""
 
 from __future__ import annotations
 
@@ -29,9 +30,10 @@ def plot_pareto(rows: list[dict], out: Path, budget_ram: int | None, budget_ms: 
                 ax.scatter([r["ram_bytes"] / 1024 for r in pts], [r["latency_ms"] for r in pts],
                            s=22, color=colours[core], label=core, zorder=3)  # fmt: skip
         front = sorted((r for r in mine if r["pareto"]), key=lambda r: (r["ram_bytes"], r["latency_ms"]))
-        if front:
-            ax.step([r["ram_bytes"] / 1024 for r in front], [r["latency_ms"] for r in front],
-                    where="post", color="0.4", lw=1, zorder=2, label="Pareto front")  # fmt: skip
+        if front:  # one point when RAM does not depend on the core (a .pte's arenas are planned once)
+            xs, ys = [r["ram_bytes"] / 1024 for r in front], [r["latency_ms"] for r in front]
+            ax.step(xs, ys, where="post", color="0.4", lw=1, zorder=2)
+            ax.scatter(xs, ys, marker="*", s=90, color="black", zorder=5, label="Pareto front")
         good = [r for r in mine if r["meets_budget"]]
         if good:
             ax.scatter([r["ram_bytes"] / 1024 for r in good], [r["latency_ms"] for r in good], s=110,
