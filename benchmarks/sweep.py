@@ -153,7 +153,7 @@ def main() -> int:
     print(f"all ways identical: {report['identical']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"saved {args.out.relative_to(ROOT)}; plot {args.plot}")
+    print(f"saved {args.out}; plot {args.plot}")
     return 0 if report["identical"] and c["identical"] and r["identical"] else 1
 
 

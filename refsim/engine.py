@@ -169,6 +169,8 @@ class RayEngine(Engine):
             raise EngineError(RAY_MISSING) from None
         self._ray = ray
         self._owned = False
+        if self.address != "local":
+            _check_reachable(self.address)
         if not ray.is_initialized():
             import logging
 
@@ -231,6 +233,23 @@ class RayEngine(Engine):
         if self._owned and self._ray.is_initialized():
             self._ray.shutdown()
             self._owned = False
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse at once a cluster address nothing listens on: ``ray.init`` would retry for minutes,
+    printing its client's warnings. ``auto`` (Ray finds its own) is left to Ray."""
+    import socket
+
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1].rsplit("/", 1)[0]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise EngineError(f"--ray {address}: expected local, auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise EngineError(f"--ray {address}: nothing answers there ({exc.strerror or exc})") from None
 
 
 def make_engine(workers: int | None = None, ray: str | None = None) -> Engine:

@@ -238,6 +238,13 @@ def test_run_and_a_local_sweep_import_no_ray(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+def test_a_worker_with_another_refsim_refuses(capsys):
+    ms, blobs = sweep_module.read_models([KWS_M4])
+    (task,) = sweep_module.make_tasks(ms, [("cortex-m4", "ideal-m4")], [None])
+    with pytest.raises(sweep_module.SweepError, match="install the same refsim on every node"):
+        sweep_module.estimate_task({**task.payload, "estimator": "0.0.1+other"}, blobs)
+
+
 def test_estimates_import_nothing_the_fingerprint_leaves_out():
     code = (
         "import sys\nfrom pathlib import Path\nimport refsim.sweep as s\n"
@@ -285,3 +292,18 @@ def test_ray_gives_the_same_bytes(ray_instance, baseline, capsys, tmp_path):
     assert "computed on ray" in said and "4 computed" in said
     assert out.read_bytes() == baseline
     assert ray_instance.is_initialized()  # a session the engine did not start is left running
+
+
+def test_ray_worker_errors_and_bad_addresses(ray_instance, capsys, tmp_path):
+    from refsim.engine import RayEngine
+
+    ms, blobs = sweep_module.read_models([KWS_M4])
+    (task,) = sweep_module.make_tasks(ms, [("cortex-m4", "ideal-m4")], [None])
+    other = Task(task.key, {**task.payload, "estimator": "0.0.1+other"}, task.needs)
+    with RayEngine(2, address="auto") as engine, pytest.raises(sweep_module.SweepError, match="same refsim"):
+        list(engine.map(sweep_module.estimate_task, [other], blobs))  # raised on a Ray worker, here as itself
+    for address, fragment in (("127.0.0.1:1", "nothing answers"), ("nonsense", "HOST:PORT")):
+        result = refsim(
+            capsys, "sweep", KWS, "--cpus", "cortex-m55", "--ray", address, "--cache-dir", tmp_path
+        )
+        assert_one_error_line(result, fragment)
