@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,9 +107,19 @@ class Engine:
 _WORKER_SHARED: dict[str, Any] = {}
 
 
-def _pool_init(shared: dict[str, Any]) -> None:
+def _pool_init(shared: dict[str, Any], parent: int) -> None:
     _WORKER_SHARED.clear()
     _WORKER_SHARED.update(shared)
+    # A pool worker whose parent was killed (SIGKILL: no clean-up ran) would wait on the task queue
+    # for ever: it holds that pipe's write end itself. Leave when the parent is gone.
+    import threading
+
+    def orphaned() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=orphaned, name="refsim-orphan-watch", daemon=True).start()
 
 
 def _pool_call(fn: TaskFn, payload: Any, needs: tuple[str, ...]) -> Any:
@@ -133,7 +144,7 @@ class PoolEngine(Engine):
         context = multiprocessing.get_context("spawn")
         workers = min(self.workers, len(tasks))
         with ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_pool_init, initargs=(dict(shared),)
+            workers, mp_context=context, initializer=_pool_init, initargs=(dict(shared), os.getpid())
         ) as pool:
             pending = {pool.submit(_pool_call, fn, t.payload, t.needs): t for t in tasks}
             try:
