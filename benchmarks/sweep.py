@@ -9,9 +9,10 @@ Each way is a whole `refsim sweep` process (the time a user waits: start-up, Ray
 --ray local, numba loading its cached kernels in each worker, every estimate) with an empty
 cache of its own. Then:
 
-- **resume**: a 1-worker sweep killed with SIGINT once a third of its results are in its cache,
-  then run again: how many results came back from the cache, the re-run's time, and whether its
-  file equals the uninterrupted one;
+- **resume**: a 1-worker sweep stopped by SIGINT (Ctrl-C) and a 2-worker one by SIGKILL (no
+  clean-up at all) once a third of their results are in their caches, each then run again: how
+  many results came back from the cache, the re-run's time, and whether its file equals the
+  uninterrupted one;
 - **cached**: the same sweep again on a full cache (nothing computed), and once more with
   ``--plot`` (the Pareto plot's own cost).
 
@@ -69,17 +70,18 @@ def timed(argv: list[str]) -> dict:
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "said": proc.stdout.strip().splitlines()[-1]}
 
 
-def interrupted(out: Path, cache: Path, tasks: int) -> dict:
-    """A 1-worker sweep stopped by SIGINT once a third of the results are cached, then resumed."""
-    proc = subprocess.Popen(sweep_argv(out, cache, ["--workers", "1"]), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+def interrupted(out: Path, cache: Path, tasks: int, sig: signal.Signals, workers: str) -> dict:
+    """A sweep stopped by ``sig`` once a third of the results are cached, then run again."""
+    argv = sweep_argv(out, cache, ["--workers", workers])
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     while proc.poll() is None and len(list(cache.rglob("*.json"))) < tasks // 3:
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     code = proc.wait()
     kept = len(list(cache.rglob("*.json")))
-    resumed = timed(sweep_argv(out, cache, ["--workers", "1"]))
-    return {"exit_status_when_interrupted": code, "results_kept": kept, **resumed}
+    resumed = timed(argv)
+    return {"signal": sig.name, "workers": int(workers), "exit_status_when_interrupted": code,
+            "results_kept": kept, **resumed}  # fmt: skip
 
 
 def digest(path: Path) -> str:
@@ -126,9 +128,12 @@ def main() -> int:
         report["cannot_run"] = sum(r["error"] is not None for r in rows)
         report["meet_budget"] = sum(bool(r["meets_budget"]) for r in rows)
         report["identical"] = len({digest(f) for f in files.values()}) == 1
-        cut = interrupted(tmp / "resumed.json", tmp / "cache-resume", len(rows))
-        cut["identical"] = digest(tmp / "resumed.json") == digest(first)
-        report["resume"] = cut
+        report["resume"] = []
+        for sig, workers in ((signal.SIGINT, "1"), (signal.SIGKILL, "2")):
+            name = f"resumed-{sig.name}"
+            cut = interrupted(tmp / f"{name}.json", tmp / f"cache-{name}", len(rows), sig, workers)
+            cut["identical"] = digest(tmp / f"{name}.json") == digest(first)
+            report["resume"].append(cut)
         report["cached_rerun"] = timed(
             sweep_argv(tmp / "cached.json", tmp / f"cache-{ways[0]}", ["--workers", "1"])
         )
@@ -139,22 +144,24 @@ def main() -> int:
 
     print(f"\n{len(MODELS)} programs × every core × its presets = {report['combinations']} estimates "
           f"({report['cannot_run']} targets cannot run their program)")  # fmt: skip
-    print(f"{'way':<16}{'wall s':>9}{'cpu s':>9}  output")
+    print(f"{'way':<24}{'wall s':>9}{'cpu s':>9}  output")
     for way, r in report["ways"].items():
-        print(f"{way:<16}{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}  {r['sha256']}")
-    c = report["resume"]
-    print(
-        f"{'resumed':<16}{c['wall_s']:>9.2f}{c['cpu_s']:>9.2f}  {c['results_kept']} kept at SIGINT; same: {c['identical']}"
-    )
+        print(f"{way:<24}{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}  {r['sha256']}")
+    for c in report["resume"]:
+        label = f"resumed ({c['signal']}, {c['workers']}w)"
+        print(
+            f"{label:<24}{c['wall_s']:>9.2f}{c['cpu_s']:>9.2f}  {c['results_kept']} kept; same: {c['identical']}"
+        )
     r = report["cached_rerun"]
-    print(f"{'cached re-run':<16}{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}  same: {r['identical']}")
+    print(f"{'cached re-run':<24}{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}  same: {r['identical']}")
     p = report["plot"]
-    print(f"{'+ --plot':<16}{p['wall_s']:>9.2f}{p['cpu_s']:>9.2f}  (cached estimates, plot drawn)")
+    print(f"{'+ --plot':<24}{p['wall_s']:>9.2f}{p['cpu_s']:>9.2f}  (cached estimates, plot drawn)")
     print(f"all ways identical: {report['identical']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"saved {args.out}; plot {args.plot}")
-    return 0 if report["identical"] and c["identical"] and r["identical"] else 1
+    resumed_ok = all(c["identical"] for c in report["resume"])
+    return 0 if report["identical"] and resumed_ok and r["identical"] else 1
 
 
 if __name__ == "__main__":
