@@ -31,7 +31,9 @@ instance with ``workers`` CPUs and shuts it down at the end; ``"auto"`` joins th
 machine is part of), the shared values ``ray.put`` once into the object store, one remote task per
 :class:`Task` with the object references it needs as arguments (Ray resolves them on the worker's
 node), results gathered with ``ray.wait`` as they finish, at most ``max_in_flight`` submitted at
-once. Ray is an optional extra (``pip install refsim[cluster]``): this module imports it only
+once; an address nothing listens on is refused at once (``ray.init`` would retry for minutes), and
+an error of refsim's own raised on a worker is raised here as itself. A pool worker whose parent
+was killed leaves by itself; Ray's own tasks are cancelled when the job stops early. Ray is an optional extra (``pip install refsim[cluster]``): this module imports it only
 inside :class:`RayEngine`, so ``refsim run`` and every command that does not ask for Ray never
 loads it.
 """
