@@ -36,7 +36,7 @@ err_console = Console(stderr=True)
 
 
 #: Built-in subcommands: command name -> its module under refsim.commands (which registers it on import).
-BUILTINS = {name: name for name in ("calibrate", "compare", "conformance", "eval", "inspect", "run")}
+BUILTINS = {name: name for name in ("calibrate", "compare", "conformance", "eval", "inspect", "run", "sweep")}
 
 
 def _load_commands(only: str | None = None) -> None:

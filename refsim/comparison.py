@@ -98,11 +98,20 @@ def _memory(program: Program, path: Path, cpu: str) -> tuple[int | None, int | N
     )
 
 
-def summarize(path: Path, cpu: str, system: str | None = None, clock_mhz: float | None = None) -> Side:
+def summarize(
+    path: Path,
+    cpu: str,
+    system: str | None = None,
+    clock_mhz: float | None = None,
+    program: Program | None = None,
+) -> Side:
+    """One program's summary on one target; ``program``: ``path`` already loaded (``refsim sweep``
+    estimates one loaded program on many targets; estimating leaves a program as it was)."""
     from refsim.runtime.estimate import estimate_method
     from refsim.runtime.tensor import TensorRef
 
-    program = Program.load(path)
+    if program is None:
+        program = Program.load(path)
     method = program.method()
     est = estimate_method(program, method, cpu=cpu, system=system, clock_mhz=clock_mhz)
     origins = program.file.origins if program.runtime == "tflm" else None
