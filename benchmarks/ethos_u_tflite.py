@@ -66,7 +66,8 @@ def refsim_estimate(model: Path, config: str, system: str, mode: str) -> dict:
 
     program = Program.load(model)
     method = program.method(program.method_names[0])
-    est = estimate_ops(ops_from_method(method, cost_hook), config, system=system, memory_mode=mode)
+    est = estimate_ops(ops_from_method(method, cost_hook), config, system=system, memory_mode=mode,
+                       runtime=program.runtime)  # fmt: skip
     rows = [{"index": r.index, "op": r.name, "placement": r.placement, "variant": r.variant,
              "cycles": round(r.cost.cycles), "bound": r.bound, "macs": r.cost.macs, "note": r.note}
             for r in est.rows]  # fmt: skip

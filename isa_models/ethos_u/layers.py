@@ -12,13 +12,17 @@ For one NPU layer on an accelerator (isa_models.ethos_u.arch) in a system and me
   buffer, minimising the IFM and weight bytes fetched per output element — Vela's
   architecture_allocator). ``blocks`` = ⌈OFM / block⌉ over w, h, d.
 - ``dpu_block``: the MAC engine steps through the kernel one tap (conv; ⌈taps/4⌉ for depthwise
-  and part-kernel conv, which put 4 taps in one 8-deep dot product) per micro-block, each step
+  and part-kernel conv, which put 4 taps in one 8-deep dot product; a pooling step takes all
+  taps of a sub-kernel at once, ``max(4, taps)`` cycles times IFM bits / 2 — 4 for int8 — as
+  Vela 5.2's regor counts it, where the legacy model counted 1) per micro-block, each step
   ``max(4 · ublocks_xy, 4 · ublock.d)`` cycles (the accumulator write-back of a micro-block
   bounds it), times micro-blocks in depth, times ⌈IFM depth / IFM block depth⌉ (conv and
   vector product), split in sub-kernels of at most 8x8 taps, plus a pipeline delay of 2-3
   cycles per step when the block is a single micro-block; over ``cores``.
 - ``output_block``: OFM block elements x the output unit's cycles per element for the op (or
-  the activation unit's, if slower); at least the bias/scale fetch of the block.
+  the activation unit's, if slower); at least the bias/scale fetch of the block (10 bytes per
+  channel at the read latency of the memory the weights are read from: the SRAM staging buffer
+  when they are buffered, as regor has it; the legacy model took the constants' memory).
 - Both are at least ``(ifm_latency + ofm_latency + dpu + output) / 4``: memory latency of one
   block's transfers, four jobs in flight.
 - Elementwise ops: OFM elements x cycles per element (output or activation unit, at least the
@@ -329,6 +333,8 @@ def _dpu_block_cycles(acc: Accelerator, layer: NpuLayer, cfg: BlockConfig) -> fl
         if layer.kind in ("avg_pool", "max_pool"):
             steps = 1
             c = max(4, taps) * n_xy * n_z
+            if acc.name != "ethos-u55-32":  # regor: x ifm bits / 2 (4 for int8; legacy Vela: 1)
+                c *= layer.ifm_bits // 2
         elif layer.kind == "depthwise":
             steps = _ceil(taps, 4)
             c = max(writeback, 4 * n_xy) * steps * n_z
@@ -377,6 +383,18 @@ def compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig, *, calibr
     return max(raw * efficiency(ctx.accelerator.name, layer), layer.macs / ctx.accelerator.macs)
 
 
+def _weights_buffered(ctx: NpuContext) -> bool:
+    """Weights not in the fast memory are copied into an SRAM buffer by DMA before use."""
+    return ctx.mode.const_port != ctx.mode.cache_port
+
+
+def _weights_source(ctx: NpuContext) -> Memory:
+    """Where the MAC engine reads weights, scales and biases from: the SRAM staging buffer when
+    they are buffered, else their own memory (regor EstimateMacOpCycles: ``weightStagingMemory``
+    before ``constMemory`` for the bias fetch latency)."""
+    return ctx.fast if _weights_buffered(ctx) else ctx.constants
+
+
 def _compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float:
     acc = ctx.accelerator
     rate = _output_rate(acc, layer)
@@ -390,8 +408,8 @@ def _compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float
     dpu = _dpu_block_cycles(acc, layer, cfg)
     ofm_block = Block(min(layer.ofm.w, cfg.ofm.w), min(layer.ofm.h, cfg.ofm.h), min(layer.ofm.d, cfg.ofm.d))
     out = math.ceil(rate * ofm_block.elements)
-    if layer.bias_channels:
-        out = max(out, 10 * ofm_block.d * ctx.constants.read_latency / 256)
+    if layer.bias_channels:  # the block's scales/biases, read from where the weights are staged
+        out = max(out, 10 * ofm_block.d * _weights_source(ctx).read_latency / 256)
     cmd = (_block_latency(ctx, layer, cfg) + out + dpu) / 4
     dpu, out = max(dpu, cmd), max(out, cmd)
     blocks = (
@@ -444,9 +462,7 @@ def _traffic(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> dict[str, tu
     if layer.weights_bytes or layer.bias_channels:
         stream = layer.weights_bytes + BIAS_BYTES_PER_CHANNEL * layer.bias_channels
         out["weights"] = (const, float(stream))
-        if (
-            ctx.mode.const_port != ctx.mode.cache_port
-        ):  # buffered into SRAM by DMA, then read once per OFM block column
+        if _weights_buffered(ctx):  # buffered into SRAM by DMA, then read once per OFM block column
             out["weights_buffer_write"] = (fast, float(stream))
             out["weights_buffer_read"] = (fast, float(stream * max(1, blocks[0] * blocks[1])))
         elif blocks[0] * blocks[1] > 1:
