@@ -55,6 +55,7 @@ from functools import lru_cache
 
 from isa_models.ethos_u.arch import Accelerator, Block
 from isa_models.ethos_u.systems import Memory, MemoryMode, NpuSystem
+from isa_models.ethos_u.u85 import transfer  # regor's EstimateMemoryTransfer, shared by U55/U65/U85
 
 SUB_KERNEL_MAX = (8, 8)  # w, h taps per sub-kernel
 OFM_SPLIT_DEPTH = 16
@@ -444,21 +445,22 @@ def _traffic(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> dict[str, tu
         out["copy_read"] = (arena, float(layer.copy_bytes))
         out["copy_write"] = (out_mem, float(layer.copy_bytes))
         return out
-    ofm = layer.ofm
-    out["ofm"] = (
-        out_mem,
-        ofm.elements * _burst_penalty(out_mem, ofm, cfg.ofm, read=False, cores=ctx.accelerator.cores),
-    )
+    ofm, cores = layer.ofm, ctx.accelerator.cores
+    # feature maps between NPU ops are NHCWB16 (depth stored in bricks of 16), a delegate's
+    # inputs and outputs NHWC; bursts as regor's EstimateMemoryTransfer counts them
+    ifm_depth = layer.ifm.d if layer.ifm_io else _round_up(layer.ifm.d, 16)
+    ofm_elements = ofm.w * ofm.h * (ofm.d if layer.ofm_io else _round_up(ofm.d, 16))
+    out["ofm"] = (out_mem, transfer(out_mem, layer.ofm_io, False, cfg.ofm, ofm, cores, ofm_elements))
     if layer.kind == "elementwise":
-        reads = ofm.elements * (2 if layer.ifm2 is not None and layer.ifm2.elements > 1 else 1)
-        out["ifm"] = (arena, reads * _burst_penalty(arena, layer.ifm, cfg.ifm, read=True))
+        reads = ofm.w * ofm.h * ifm_depth * (2 if layer.ifm2 is not None and layer.ifm2.elements > 1 else 1)
+        out["ifm"] = (arena, transfer(arena, layer.ifm_io, True, cfg.ifm, layer.ifm, cores, reads))
         return out
     blocks = (_ceil(ofm.w, cfg.ofm.w), _ceil(ofm.h, cfg.ofm.h), _ceil(ofm.d, cfg.ofm.d))
     z_blocks = 1 if layer.kind in ("depthwise", "avg_pool", "max_pool") else blocks[2]
     subkernels = _ceil(layer.kernel[0], SUB_KERNEL_MAX[0]) * _ceil(layer.kernel[1], SUB_KERNEL_MAX[1])
     ifm_area = min(cfg.ifm.w, layer.ifm.w) * min(cfg.ifm.h, layer.ifm.h)
-    ifm_bytes = ifm_area * layer.ifm.d * subkernels * blocks[0] * blocks[1] * z_blocks
-    out["ifm"] = (arena, ifm_bytes * _burst_penalty(arena, layer.ifm, cfg.ifm, read=True))
+    ifm_bytes = ifm_area * ifm_depth * subkernels * blocks[0] * blocks[1] * z_blocks
+    out["ifm"] = (arena, transfer(arena, layer.ifm_io, True, cfg.ifm, layer.ifm, cores, ifm_bytes))
     if layer.weights_bytes or layer.bias_channels:
         stream = layer.weights_bytes + BIAS_BYTES_PER_CHANNEL * layer.bias_channels
         out["weights"] = (const, float(stream))
