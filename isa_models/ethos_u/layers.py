@@ -30,21 +30,27 @@ For one NPU layer on an accelerator (isa_models.ethos_u.arch) in a system and me
 - Memory traffic: IFM bytes fetched (IFM block area x IFM depth per OFM block, again per
   sub-kernel), OFM bytes written, encoded weights: read from the constant memory once per layer
   and, when that is not the fast memory, copied into an SRAM buffer (write + reads per OFM
-  block column), biases/scales 10 bytes per OFM channel. ``burst_penalty`` = memory burst /
-  bytes per burst (Vela's legacy rule: a block depth per read, min(64, 16 · cores, block
-  depth) per write).
-- The MAC-engine part is scaled by an efficiency factor per configuration and layer class
-  (1x1 convolution, other convolution, depthwise, vector product), fitted on synthetic networks
-  against Vela (isa_models.ethos_u.calibration; 1.0 for classes without one).
+  block column), biases/scales 10 bytes per OFM channel. Feature maps between NPU ops are
+  NHCWB16 (depth stored in bricks of 16: the IFM fetch and the OFM write count the depth
+  rounded up to 16), a delegate's inputs and outputs NHWC; bytes moved = bytes x memory burst /
+  bytes per burst, the burst as regor's ``EstimateMemoryTransfer`` has it per format
+  (isa_models.ethos_u.u85 ``burst_bytes``, shared).
 - ``fill``: one read latency of the IFM memory and one write latency of the OFM memory per layer
   (the first block cannot overlap anything) — the per-layer overhead.
 
 Kinds of layer: ``conv`` (ConvolutionMxN), ``depthwise``, ``vector_product`` (fully connected),
 ``avg_pool``/``max_pool`` (Pooling), ``reduce`` (ReduceSum), ``elementwise`` (add, mul, min,
-max, LUT activation), ``dma`` (a memory-to-memory copy, e.g. pad). Everything is restated from
-Vela 5.1.0's ``npu_performance.py`` and ``architecture_allocator.py`` (its legacy core, which
-documents the approach; its C++ core regor refines it); the only fitted numbers are the
-efficiency factors, and those on synthetic shapes, never on the MLPerf Tiny comparison set.
+max, LUT activation), ``dma`` (a memory-to-memory copy, e.g. pad). The block search and the
+compute formula are restated from Vela 5.1.0's ``npu_performance.py`` and
+``architecture_allocator.py`` (its legacy core), which Vela 5.2's C++ core regor
+(``architecture/ethosu55/ethos_u55_performance.cpp``, read in the ethos-u-vela 5.2.0 sdist)
+keeps for the MAC engine; where regor differs and Vela 5.2 follows it — the pooling step's
+IFM-bits factor, the scale fetch from the staging SRAM, the NHCWB16 bursts — this module follows
+regor. Nothing is fitted. (Until this was read, per-class efficiency factors fitted on
+ExecuTorch exports compiled by Vela 5.1.0 scaled the compute; they absorbed a Vela 5.1.0 bug —
+its ``EstimateAOCyclesPerElement`` priced an op with no fused activation at the LUT rate, which
+every ExecuTorch convolution is, ReLU being folded into the TOSA RESCALE — and priced the
+reference .tflite models, whose convolutions carry a fused ReLU, 13% to 109% over Vela.)
 """
 
 from __future__ import annotations
@@ -360,30 +366,6 @@ def _dpu_block_cycles(acc: Accelerator, layer: NpuLayer, cfg: BlockConfig) -> fl
     return cycles / acc.cores
 
 
-def efficiency_class(layer: NpuLayer) -> str:
-    """The class of layer an efficiency factor covers (isa_models.ethos_u.calibration)."""
-    if layer.kind == "conv":
-        return "conv_1x1" if layer.kernel == (1, 1) else "conv"
-    return layer.kind
-
-
-def efficiency(accelerator: str, layer: NpuLayer) -> float:
-    """The fitted factor for the layer's class on ``accelerator`` (1.0 where none was fitted)."""
-    from isa_models.ethos_u.calibration import EFFICIENCY
-
-    return float(EFFICIENCY.get(accelerator, {}).get(efficiency_class(layer), 1.0))
-
-
-def compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig, *, calibrated: bool = True) -> float:
-    """The MAC engine and output unit's cycles for the layer (see the module docstring), times
-    the configuration's fitted efficiency for the layer's class unless ``calibrated=False``."""
-    raw = _compute_cycles(ctx, layer, cfg)
-    if not calibrated:
-        return raw
-    # a factor below 1 never takes the layer under the MAC engine's peak
-    return max(raw * efficiency(ctx.accelerator.name, layer), layer.macs / ctx.accelerator.macs)
-
-
 def _weights_buffered(ctx: NpuContext) -> bool:
     """Weights not in the fast memory are copied into an SRAM buffer by DMA before use."""
     return ctx.mode.const_port != ctx.mode.cache_port
@@ -394,6 +376,12 @@ def _weights_source(ctx: NpuContext) -> Memory:
     they are buffered, else their own memory (regor EstimateMacOpCycles: ``weightStagingMemory``
     before ``constMemory`` for the bias fetch latency)."""
     return ctx.fast if _weights_buffered(ctx) else ctx.constants
+
+
+def compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float:
+    """The MAC engine and output unit's cycles for the layer (see the module docstring), never
+    under the MAC engine's peak."""
+    return max(_compute_cycles(ctx, layer, cfg), layer.macs / ctx.accelerator.macs)
 
 
 def _compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float:
@@ -501,7 +489,5 @@ __all__ = [
     "NpuLayer",
     "choose_block",
     "compute_cycles",
-    "efficiency",
-    "efficiency_class",
     "layer_cycles",
 ]

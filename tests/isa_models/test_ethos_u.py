@@ -213,7 +213,7 @@ def test_scales_are_fetched_from_the_staging_sram_when_weights_are_buffered():
     fc = NpuLayer("vector_product", Block(1, 1, 128), Block(1, 1, 128), weights_bytes=16384, bias_channels=128)
     c = ctx("ethos-u65-256", "Ethos_U65_Client_Server", "Dedicated_Sram_384KB")
     assert c.constants.read_latency * 10 * 128 / 256 > 2048
-    cycles = compute_cycles(c, fc, choose_block(c.accelerator, fc), calibrated=False)
+    cycles = compute_cycles(c, fc, choose_block(c.accelerator, fc))
     dram_bound = 10 * 128 * c.constants.read_latency / 256 + 2048
     assert 2048 <= cycles < 0.7 * dram_bound
 
