@@ -71,14 +71,14 @@ def _export_one(
     is one input tensor or a tuple of them; ``extra_flags`` go to Vela after
     ``--verbose-performance``; ``system``/``memory_mode`` override EthosUCompileSpec's defaults
     (the output directory then ends in ``_<memory_mode>``)."""
+    from importlib.metadata import version
+
     import torch
     from ethosu.vela import vela
     from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
     from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
     from executorch.exir import to_edge_transform_and_lower
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    from importlib.metadata import version
 
     out_root.mkdir(parents=True, exist_ok=True)
     (out_root / "vela_version.txt").write_text(version("ethos-u-vela") + "\n")
@@ -348,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
             export_synthetic(a.synthetic, missing)
             missing = []
         print(f"Σ Vela {vela_version(a.synthetic)} NPU cycles / Σ refsim compute, per layer class:")
-        for config, row in synthetic_ratios(a.synthetic, [c for c in ALL_CONFIGS if c not in missing]).items():
+        for config, row in synthetic_ratios(
+            a.synthetic, [c for c in ALL_CONFIGS if c not in missing]
+        ).items():
             print(config, row)
         if not (a.export or a.vela_dir):
             return 0

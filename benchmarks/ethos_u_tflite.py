@@ -121,10 +121,12 @@ def main(argv: list[str] | None = None) -> int:
                                 "total_error_pct": round(100 * (o["total_cycles"] - v["cycles"]) / v["cycles"], 2)})  # fmt: skip
     import datetime
 
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
     provenance = {"vela": results[0]["vela"]["vela"] if results else None, "commit": commit.strip(),
                   "command": "VELA=... python benchmarks/ethos_u_tflite.py " + " ".join(argv or sys.argv[1:]),
-                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
+                  "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}  # fmt: skip
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"provenance": provenance, "results": results}, indent=1) + "\n")
     print(markdown(results))

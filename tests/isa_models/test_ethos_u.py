@@ -210,7 +210,9 @@ def test_scales_are_fetched_from_the_staging_sram_when_weights_are_buffered():
     # FC's MAC work of 2,048 cycles: 4,548 as priced before; Vela 5.2: 2,674 on AD's layers)
     from isa_models.ethos_u.layers import compute_cycles
 
-    fc = NpuLayer("vector_product", Block(1, 1, 128), Block(1, 1, 128), weights_bytes=16384, bias_channels=128)
+    fc = NpuLayer(
+        "vector_product", Block(1, 1, 128), Block(1, 1, 128), weights_bytes=16384, bias_channels=128
+    )
     c = ctx("ethos-u65-256", "Ethos_U65_Client_Server", "Dedicated_Sram_384KB")
     assert c.constants.read_latency * 10 * 128 / 256 > 2048
     cycles = compute_cycles(c, fc, choose_block(c.accelerator, fc))
