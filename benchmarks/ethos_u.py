@@ -379,7 +379,19 @@ def main(argv: list[str] | None = None) -> int:
     within = sum(abs(r["error_pct"]) <= TARGET_PCT for r in results)
     print(f"{within}/{len(results)} within ±{TARGET_PCT:g}% of Vela; worst {worst:.1f}%")
     a.json.parent.mkdir(parents=True, exist_ok=True)
-    a.json.write_text(json.dumps({"target_pct": TARGET_PCT, "results": results}, indent=1) + "\n")
+    import datetime
+    import subprocess
+
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    provenance = {
+        "vela": vela_version(vela_dir),
+        "commit": commit.stdout.strip(),
+        "command": "python benchmarks/ethos_u.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    a.json.write_text(
+        json.dumps({"provenance": provenance, "target_pct": TARGET_PCT, "results": results}, indent=1) + "\n"
+    )
     if a.markdown:
         a.markdown.write_text(markdown(results))
     return 0
