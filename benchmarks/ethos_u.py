@@ -5,6 +5,20 @@
     # only refsim's side, against Vela outputs exported before:
     .venv/bin/python benchmarks/ethos_u.py --vela-dir /tmp/vela
 
+Vela is the one ExecuTorch's backend imports (``from ethosu.vela import vela``): the interop
+venv pins ``ethos-u-vela`` 5.1.0; to hold refsim against the newest release, put 5.2.0 first on
+the path (a directory holding links to a 5.2.0 install's ``ethosu`` package and its
+``ethos_u_vela-5.2.0.dist-info``):
+
+    PYTHONPATH=/work/ext/vela-h/shim52:. .venv-interop/bin/python benchmarks/ethos_u.py --export DIR
+
+The Vela release an export ran with is written to ``DIR/vela_version.txt`` and carried into the
+results. (Vela 5.1.0 prices every ExecuTorch convolution's output unit at
+the LUT activation rate: its regor ``EstimateAOCyclesPerElement`` starts the activation index at
+0 (LUT) and ExecuTorch's TOSA folds ReLU into the RESCALE, so no activation op follows the
+convolution to correct it — 9,288 cycles for KWS's 1x1 convolution on U55-128 where 5.2.0, and
+5.1.0 on the reference .tflite, give 5,944. Fixed in 5.2.0, where the index starts at "none".)
+
 ``--export DIR`` builds each model of examples/models/make_models.py, quantizes it with
 ExecuTorch's EthosUQuantizer (symmetric, per-channel), lowers it with EthosUPartitioner for the
 accelerator and lets the backend call Vela with ``--verbose-performance``; every delegate's
@@ -33,12 +47,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("kws", "vww", "ic", "ad")
 CONFIGS = ("ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u85-256")
-# the efficiency table covers the U55/U65 formula; U85 follows Vela's regor model
-# (isa_models.ethos_u.u85, checked on benchmarks/ethos_u85_sweep.py) and has no fitted factor
+# the U55/U65 formula's configurations checked on the synthetic networks (U85: ethos_u85_sweep.py)
 ALL_CONFIGS = (
     "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512",
 )  # fmt: skip
-CALIBRATION = ROOT / "isa_models" / "ethos_u" / "calibration.py"
 TARGET_PCT = 15.0
 
 
@@ -59,6 +71,8 @@ def _export_one(
     is one input tensor or a tuple of them; ``extra_flags`` go to Vela after
     ``--verbose-performance``; ``system``/``memory_mode`` override EthosUCompileSpec's defaults
     (the output directory then ends in ``_<memory_mode>``)."""
+    from importlib.metadata import version
+
     import torch
     from ethosu.vela import vela
     from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
@@ -66,6 +80,8 @@ def _export_one(
     from executorch.exir import to_edge_transform_and_lower
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
+    out_root.mkdir(parents=True, exist_ok=True)
+    (out_root / "vela_version.txt").write_text(version("ethos-u-vela") + "\n")
     original = vela.main
     state = {"count": 0, "dir": None}
 
@@ -106,12 +122,12 @@ def _export_one(
         vela.main = original
 
 
-# --- calibration on synthetic networks (never on the four compared models) --------------------
+# --- the formula on synthetic networks (shapes unlike the four compared models) ---------------
 
 
 def synthetic_networks():
     """Two networks with shapes unlike the MLPerf Tiny four: kernels 1/3/5, strides 1/2,
-    channels 8-120, square and wide-short maps. The only data the efficiency table is fitted on."""
+    channels 8-120, square and wide-short maps (``--synthetic``: the formula per layer class)."""
     import torch
     from torch import nn
 
@@ -193,12 +209,16 @@ def synthetic_layers(cls, shape) -> list:
     return layers
 
 
-def fit_efficiency(vela_dir: Path, configs) -> dict[str, dict[str, float]]:
+def synthetic_ratios(vela_dir: Path, configs) -> dict[str, dict[str, float]]:
     """Per configuration and layer class: Σ Vela NPU cycles / Σ this model's compute cycles over
-    the synthetic networks' layers (matched to Vela's per-layer rows by MAC count, in order)."""
+    the synthetic networks' layers (matched to Vela's per-layer rows by MAC count, in order). A
+    report, not a fit: nothing is written back into the model."""
     from isa_models.ethos_u.arch import get_accelerator
-    from isa_models.ethos_u.layers import NpuContext, choose_block, compute_cycles, efficiency_class
+    from isa_models.ethos_u.layers import NpuContext, choose_block, compute_cycles
     from isa_models.ethos_u.systems import EXECUTORCH_DEFAULTS, resolve
+
+    def layer_class(layer) -> str:
+        return ("conv_1x1" if layer.kernel == (1, 1) else "conv") if layer.kind == "conv" else layer.kind
 
     table: dict[str, dict[str, float]] = {}
     for config in configs:
@@ -213,10 +233,9 @@ def fit_efficiency(vela_dir: Path, configs) -> dict[str, dict[str, float]]:
                     i += 1
                 if i == len(rows):
                     raise SystemExit(f"{name} {config}: no Vela row with {layer.macs} MACs ({layer.kind})")
-                ours = compute_cycles(ctx, layer, choose_block(acc, layer), calibrated=False)
-                s = sums.setdefault(efficiency_class(layer), [0.0, 0.0, 0])
+                s = sums.setdefault(layer_class(layer), [0.0, 0.0, 0])
                 s[0] += rows[i]["npu"]
-                s[1] += ours
+                s[1] += compute_cycles(ctx, layer, choose_block(acc, layer))
                 s[2] += 1
                 i += 1
         table[config] = {k: round(v[0] / v[1], 4) for k, v in sorted(sums.items())}
@@ -224,28 +243,10 @@ def fit_efficiency(vela_dir: Path, configs) -> dict[str, dict[str, float]]:
     return table
 
 
-def write_calibration(table: dict, path: Path) -> None:
-    lines = [
-        '"""Efficiency of the Ethos-U MAC engine relative to isa_models.ethos_u.layers\'s compute formula,',
-        "per configuration and layer class — GENERATED by ``benchmarks/ethos_u.py --calibrate`` (do not",
-        "edit by hand).",
-        "",
-        "    compute(layer) = EFFICIENCY[config][class(layer)] * formula(layer)",
-        "",
-        "Each factor = Σ Vela 5.1.0 NPU cycles / Σ formula cycles over the layers of that class in the",
-        "two synthetic networks of benchmarks/ethos_u.py (``synthetic_networks``: shapes unlike the",
-        "MLPerf Tiny models), exported through ExecuTorch 1.5.1's Ethos-U backend with its default",
-        "system configuration per family. The four MLPerf Tiny models, which the estimate is compared",
-        "with, are never used. ``layers`` = how many layers the factors of a configuration rest on.",
-        "U55 and U65 only: Ethos-U85 layers follow isa_models.ethos_u.u85 (Vela's regor model), unfitted.",
-        '"""',
-        "",
-        "EFFICIENCY: dict[str, dict[str, float]] = {",
-    ]
-    for config, row in table.items():
-        lines.append(f"    {config!r}: {row!r},")
-    lines += ["}", "", '__all__ = ["EFFICIENCY"]', ""]
-    path.write_text("\n".join(lines))
+def vela_version(d: Path) -> str:
+    """The Vela release an export directory was made with (``unknown`` before it was recorded)."""
+    f = d / "vela_version.txt"
+    return f.read_text().strip() if f.exists() else "unknown"
 
 
 def read_vela(d: Path) -> dict:
@@ -328,9 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--export", type=Path, help="run ExecuTorch + Vela, keep the outputs in DIR")
     ap.add_argument("--vela-dir", type=Path, help="Vela outputs exported before")
-    ap.add_argument("--calibrate", type=Path, help="fit the efficiency table on the synthetic networks' "
-                    "Vela outputs in DIR")  # fmt: skip
-    ap.add_argument("--export-missing", action="store_true", help="with --calibrate: export the synthetic "
+    ap.add_argument("--synthetic", type=Path, help="report Σ Vela / Σ formula per layer class on the "
+                    "synthetic networks' Vela outputs in DIR")  # fmt: skip
+    ap.add_argument("--export-missing", action="store_true", help="with --synthetic: export the synthetic "
                     "networks for configurations without Vela output in DIR")  # fmt: skip
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--configs", default=",".join(CONFIGS))
@@ -338,19 +339,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "ethos_u.json")
     a = ap.parse_args(argv)
     models, configs = a.models.split(","), a.configs.split(",")
-    if a.calibrate:
+    if a.synthetic:
         nets = synthetic_networks()
         missing = [
-            c for c in ALL_CONFIGS if not all(any((a.calibrate / f"{n}_{c}").glob("delegate*")) for n in nets)
+            c for c in ALL_CONFIGS if not all(any((a.synthetic / f"{n}_{c}").glob("delegate*")) for n in nets)
         ]
         if missing and a.export_missing:
-            export_synthetic(a.calibrate, missing)
+            export_synthetic(a.synthetic, missing)
             missing = []
-        table = fit_efficiency(a.calibrate, [c for c in ALL_CONFIGS if c not in missing])
-        write_calibration(table, CALIBRATION)
-        for config, row in table.items():
+        print(f"Σ Vela {vela_version(a.synthetic)} NPU cycles / Σ refsim compute, per layer class:")
+        for config, row in synthetic_ratios(
+            a.synthetic, [c for c in ALL_CONFIGS if c not in missing]
+        ).items():
             print(config, row)
-        print(f"wrote {CALIBRATION.relative_to(ROOT)}")
         if not (a.export or a.vela_dir):
             return 0
     vela_dir = a.export or a.vela_dir
@@ -367,8 +368,9 @@ def main(argv: list[str] | None = None) -> int:
             ours = refsim_estimate(model, config, vela["system"], vela["memory_mode"])
             err = 100.0 * (ours["npu_cycles"] - vela["cycles"]) / vela["cycles"]
             results.append(
-                {"model": model, "config": config, "vela": vela, "refsim": ours, "error_pct": round(err, 2)}
-            )
+                {"model": model, "config": config, "vela": {**vela, "version": vela_version(vela_dir)},
+                 "refsim": ours, "error_pct": round(err, 2)}
+            )  # fmt: skip
             sysmode = f"{vela['system']} / {vela['memory_mode']}"
             print(f"{model:5} {config:14} {sysmode:45} {vela['cycles']:10,.0f} {ours['npu_cycles']:11,} "
                   f"{err:+7.1f}% {ours['total_cycles']:13,} {vela['encoded_weight_bytes']:13,} "
@@ -377,7 +379,19 @@ def main(argv: list[str] | None = None) -> int:
     within = sum(abs(r["error_pct"]) <= TARGET_PCT for r in results)
     print(f"{within}/{len(results)} within ±{TARGET_PCT:g}% of Vela; worst {worst:.1f}%")
     a.json.parent.mkdir(parents=True, exist_ok=True)
-    a.json.write_text(json.dumps({"target_pct": TARGET_PCT, "results": results}, indent=1) + "\n")
+    import datetime
+    import subprocess
+
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    provenance = {
+        "vela": vela_version(vela_dir),
+        "commit": commit.stdout.strip(),
+        "command": "python benchmarks/ethos_u.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    a.json.write_text(
+        json.dumps({"provenance": provenance, "target_pct": TARGET_PCT, "results": results}, indent=1) + "\n"
+    )
     if a.markdown:
         a.markdown.write_text(markdown(results))
     return 0

@@ -10,7 +10,8 @@ summary CSV names them). refsim's estimate (`refsim run X.tflite --estimate-cycl
 isa_models.ethos_u.program) is made for the same system and mode. Compared: Vela's
 ``cycles_total`` with refsim's NPU cycles (the ops refsim places on the NPU) and refsim's total
 (its CPU ops and the hand-over added); per layer, Vela's rows matched to refsim's by MAC count in
-order, the MAC-less ops summed in one row. Writes benchmarks/results/ethos_u_tflite.json.
+order, the MAC-less ops summed in one row. Writes benchmarks/results/ethos_u_tflite.json
+(``provenance``: Vela's version, the checkout's commit, the command, the date; ``results``).
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def refsim_estimate(model: Path, config: str, system: str, mode: str) -> dict:
 
     program = Program.load(model)
     method = program.method(program.method_names[0])
-    est = estimate_ops(ops_from_method(method, cost_hook), config, system=system, memory_mode=mode)
+    est = estimate_ops(ops_from_method(method, cost_hook), config, system=system, memory_mode=mode,
+                       runtime=program.runtime)  # fmt: skip
     rows = [{"index": r.index, "op": r.name, "placement": r.placement, "variant": r.variant,
              "cycles": round(r.cost.cycles), "bound": r.bound, "macs": r.cost.macs, "note": r.note}
             for r in est.rows]  # fmt: skip
@@ -98,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print the tables of the saved results")
     args = ap.parse_args(argv)
     if args.markdown:
-        print(markdown(json.loads(RESULTS.read_text())))
+        saved = json.loads(RESULTS.read_text())
+        print(markdown(saved["results"] if isinstance(saved, dict) else saved))
         return 0
     vela = os.environ.get("VELA")
     if not vela:
@@ -116,8 +119,16 @@ def main(argv: list[str] | None = None) -> int:
                 results.append({"model": model, "config": config, "vela": v, "refsim": o,
                                 "error_pct": round(100 * (o["npu_cycles"] - v["cycles"]) / v["cycles"], 2),
                                 "total_error_pct": round(100 * (o["total_cycles"] - v["cycles"]) / v["cycles"], 2)})  # fmt: skip
+    import datetime
+
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
+    provenance = {"vela": results[0]["vela"]["vela"] if results else None, "commit": commit.strip(),
+                  "command": "VELA=... python benchmarks/ethos_u_tflite.py " + " ".join(argv or sys.argv[1:]),
+                  "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}  # fmt: skip
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    RESULTS.write_text(json.dumps({"provenance": provenance, "results": results}, indent=1) + "\n")
     print(markdown(results))
     return 0
 

@@ -9,6 +9,5 @@ loads the NPU model):
   :mod:`~isa_models.ethos_u.u85`: the U85 tables, block choice and layer cycles (Vela's regor);
 - :mod:`~isa_models.ethos_u.weights`: the encoded weight stream's size;
 - :mod:`~isa_models.ethos_u.supported`: which CMSIS-NN calls the NPU takes (Vela's rules);
-- :mod:`~isa_models.ethos_u.calibration`: the U55/U65 MAC-engine efficiency factors (generated);
 - :mod:`~isa_models.ethos_u.program`: a whole program: placement, layers, host ops, hand-over.
 """

@@ -12,13 +12,17 @@ For one NPU layer on an accelerator (isa_models.ethos_u.arch) in a system and me
   buffer, minimising the IFM and weight bytes fetched per output element — Vela's
   architecture_allocator). ``blocks`` = ⌈OFM / block⌉ over w, h, d.
 - ``dpu_block``: the MAC engine steps through the kernel one tap (conv; ⌈taps/4⌉ for depthwise
-  and part-kernel conv, which put 4 taps in one 8-deep dot product) per micro-block, each step
+  and part-kernel conv, which put 4 taps in one 8-deep dot product; a pooling step takes all
+  taps of a sub-kernel at once, ``max(4, taps)`` cycles times IFM bits / 2 — 4 for int8 — as
+  Vela 5.2's regor counts it, where the legacy model counted 1) per micro-block, each step
   ``max(4 · ublocks_xy, 4 · ublock.d)`` cycles (the accumulator write-back of a micro-block
   bounds it), times micro-blocks in depth, times ⌈IFM depth / IFM block depth⌉ (conv and
   vector product), split in sub-kernels of at most 8x8 taps, plus a pipeline delay of 2-3
   cycles per step when the block is a single micro-block; over ``cores``.
 - ``output_block``: OFM block elements x the output unit's cycles per element for the op (or
-  the activation unit's, if slower); at least the bias/scale fetch of the block.
+  the activation unit's, if slower); at least the bias/scale fetch of the block (10 bytes per
+  channel at the read latency of the memory the weights are read from: the SRAM staging buffer
+  when they are buffered, as regor has it; the legacy model took the constants' memory).
 - Both are at least ``(ifm_latency + ofm_latency + dpu + output) / 4``: memory latency of one
   block's transfers, four jobs in flight.
 - Elementwise ops: OFM elements x cycles per element (output or activation unit, at least the
@@ -26,21 +30,27 @@ For one NPU layer on an accelerator (isa_models.ethos_u.arch) in a system and me
 - Memory traffic: IFM bytes fetched (IFM block area x IFM depth per OFM block, again per
   sub-kernel), OFM bytes written, encoded weights: read from the constant memory once per layer
   and, when that is not the fast memory, copied into an SRAM buffer (write + reads per OFM
-  block column), biases/scales 10 bytes per OFM channel. ``burst_penalty`` = memory burst /
-  bytes per burst (Vela's legacy rule: a block depth per read, min(64, 16 · cores, block
-  depth) per write).
-- The MAC-engine part is scaled by an efficiency factor per configuration and layer class
-  (1x1 convolution, other convolution, depthwise, vector product), fitted on synthetic networks
-  against Vela (isa_models.ethos_u.calibration; 1.0 for classes without one).
+  block column), biases/scales 10 bytes per OFM channel. Feature maps between NPU ops are
+  NHCWB16 (depth stored in bricks of 16: the IFM fetch and the OFM write count the depth
+  rounded up to 16), a delegate's inputs and outputs NHWC; bytes moved = bytes x memory burst /
+  bytes per burst, the burst as regor's ``EstimateMemoryTransfer`` has it per format
+  (isa_models.ethos_u.u85 ``burst_bytes``, shared).
 - ``fill``: one read latency of the IFM memory and one write latency of the OFM memory per layer
   (the first block cannot overlap anything) — the per-layer overhead.
 
 Kinds of layer: ``conv`` (ConvolutionMxN), ``depthwise``, ``vector_product`` (fully connected),
 ``avg_pool``/``max_pool`` (Pooling), ``reduce`` (ReduceSum), ``elementwise`` (add, mul, min,
-max, LUT activation), ``dma`` (a memory-to-memory copy, e.g. pad). Everything is restated from
-Vela 5.1.0's ``npu_performance.py`` and ``architecture_allocator.py`` (its legacy core, which
-documents the approach; its C++ core regor refines it); the only fitted numbers are the
-efficiency factors, and those on synthetic shapes, never on the MLPerf Tiny comparison set.
+max, LUT activation), ``dma`` (a memory-to-memory copy, e.g. pad). The block search and the
+compute formula are restated from Vela 5.1.0's ``npu_performance.py`` and
+``architecture_allocator.py`` (its legacy core), which Vela 5.2's C++ core regor
+(``architecture/ethosu55/ethos_u55_performance.cpp``, read in the ethos-u-vela 5.2.0 sdist)
+keeps for the MAC engine; where regor differs and Vela 5.2 follows it — the pooling step's
+IFM-bits factor, the scale fetch from the staging SRAM, the NHCWB16 bursts — this module follows
+regor. Nothing is fitted. (Until this was read, per-class efficiency factors fitted on
+ExecuTorch exports compiled by Vela 5.1.0 scaled the compute; they absorbed a Vela 5.1.0 bug —
+its ``EstimateAOCyclesPerElement`` priced an op with no fused activation at the LUT rate, which
+every ExecuTorch convolution is, ReLU being folded into the TOSA RESCALE — and priced the
+reference .tflite models, whose convolutions carry a fused ReLU, 13% to 109% over Vela.)
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ from functools import lru_cache
 
 from isa_models.ethos_u.arch import Accelerator, Block
 from isa_models.ethos_u.systems import Memory, MemoryMode, NpuSystem
+from isa_models.ethos_u.u85 import transfer  # regor's EstimateMemoryTransfer, shared by U55/U65/U85
 
 SUB_KERNEL_MAX = (8, 8)  # w, h taps per sub-kernel
 OFM_SPLIT_DEPTH = 16
@@ -329,6 +340,8 @@ def _dpu_block_cycles(acc: Accelerator, layer: NpuLayer, cfg: BlockConfig) -> fl
         if layer.kind in ("avg_pool", "max_pool"):
             steps = 1
             c = max(4, taps) * n_xy * n_z
+            if acc.name != "ethos-u55-32":  # regor: x ifm bits / 2 (4 for int8; legacy Vela: 1)
+                c *= layer.ifm_bits // 2
         elif layer.kind == "depthwise":
             steps = _ceil(taps, 4)
             c = max(writeback, 4 * n_xy) * steps * n_z
@@ -353,28 +366,22 @@ def _dpu_block_cycles(acc: Accelerator, layer: NpuLayer, cfg: BlockConfig) -> fl
     return cycles / acc.cores
 
 
-def efficiency_class(layer: NpuLayer) -> str:
-    """The class of layer an efficiency factor covers (isa_models.ethos_u.calibration)."""
-    if layer.kind == "conv":
-        return "conv_1x1" if layer.kernel == (1, 1) else "conv"
-    return layer.kind
+def _weights_buffered(ctx: NpuContext) -> bool:
+    """Weights not in the fast memory are copied into an SRAM buffer by DMA before use."""
+    return ctx.mode.const_port != ctx.mode.cache_port
 
 
-def efficiency(accelerator: str, layer: NpuLayer) -> float:
-    """The fitted factor for the layer's class on ``accelerator`` (1.0 where none was fitted)."""
-    from isa_models.ethos_u.calibration import EFFICIENCY
+def _weights_source(ctx: NpuContext) -> Memory:
+    """Where the MAC engine reads weights, scales and biases from: the SRAM staging buffer when
+    they are buffered, else their own memory (regor EstimateMacOpCycles: ``weightStagingMemory``
+    before ``constMemory`` for the bias fetch latency)."""
+    return ctx.fast if _weights_buffered(ctx) else ctx.constants
 
-    return float(EFFICIENCY.get(accelerator, {}).get(efficiency_class(layer), 1.0))
 
-
-def compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig, *, calibrated: bool = True) -> float:
-    """The MAC engine and output unit's cycles for the layer (see the module docstring), times
-    the configuration's fitted efficiency for the layer's class unless ``calibrated=False``."""
-    raw = _compute_cycles(ctx, layer, cfg)
-    if not calibrated:
-        return raw
-    # a factor below 1 never takes the layer under the MAC engine's peak
-    return max(raw * efficiency(ctx.accelerator.name, layer), layer.macs / ctx.accelerator.macs)
+def compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float:
+    """The MAC engine and output unit's cycles for the layer (see the module docstring), never
+    under the MAC engine's peak."""
+    return max(_compute_cycles(ctx, layer, cfg), layer.macs / ctx.accelerator.macs)
 
 
 def _compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float:
@@ -390,8 +397,8 @@ def _compute_cycles(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> float
     dpu = _dpu_block_cycles(acc, layer, cfg)
     ofm_block = Block(min(layer.ofm.w, cfg.ofm.w), min(layer.ofm.h, cfg.ofm.h), min(layer.ofm.d, cfg.ofm.d))
     out = math.ceil(rate * ofm_block.elements)
-    if layer.bias_channels:
-        out = max(out, 10 * ofm_block.d * ctx.constants.read_latency / 256)
+    if layer.bias_channels:  # the block's scales/biases, read from where the weights are staged
+        out = max(out, 10 * ofm_block.d * _weights_source(ctx).read_latency / 256)
     cmd = (_block_latency(ctx, layer, cfg) + out + dpu) / 4
     dpu, out = max(dpu, cmd), max(out, cmd)
     blocks = (
@@ -426,27 +433,26 @@ def _traffic(ctx: NpuContext, layer: NpuLayer, cfg: BlockConfig) -> dict[str, tu
         out["copy_read"] = (arena, float(layer.copy_bytes))
         out["copy_write"] = (out_mem, float(layer.copy_bytes))
         return out
-    ofm = layer.ofm
-    out["ofm"] = (
-        out_mem,
-        ofm.elements * _burst_penalty(out_mem, ofm, cfg.ofm, read=False, cores=ctx.accelerator.cores),
-    )
+    ofm, cores = layer.ofm, ctx.accelerator.cores
+    # feature maps between NPU ops are NHCWB16 (depth stored in bricks of 16), a delegate's
+    # inputs and outputs NHWC; bursts as regor's EstimateMemoryTransfer counts them
+    ifm_depth = layer.ifm.d if layer.ifm_io else _round_up(layer.ifm.d, 16)
+    ofm_elements = ofm.w * ofm.h * (ofm.d if layer.ofm_io else _round_up(ofm.d, 16))
+    out["ofm"] = (out_mem, transfer(out_mem, layer.ofm_io, False, cfg.ofm, ofm, cores, ofm_elements))
     if layer.kind == "elementwise":
-        reads = ofm.elements * (2 if layer.ifm2 is not None and layer.ifm2.elements > 1 else 1)
-        out["ifm"] = (arena, reads * _burst_penalty(arena, layer.ifm, cfg.ifm, read=True))
+        reads = ofm.w * ofm.h * ifm_depth * (2 if layer.ifm2 is not None and layer.ifm2.elements > 1 else 1)
+        out["ifm"] = (arena, transfer(arena, layer.ifm_io, True, cfg.ifm, layer.ifm, cores, reads))
         return out
     blocks = (_ceil(ofm.w, cfg.ofm.w), _ceil(ofm.h, cfg.ofm.h), _ceil(ofm.d, cfg.ofm.d))
     z_blocks = 1 if layer.kind in ("depthwise", "avg_pool", "max_pool") else blocks[2]
     subkernels = _ceil(layer.kernel[0], SUB_KERNEL_MAX[0]) * _ceil(layer.kernel[1], SUB_KERNEL_MAX[1])
     ifm_area = min(cfg.ifm.w, layer.ifm.w) * min(cfg.ifm.h, layer.ifm.h)
-    ifm_bytes = ifm_area * layer.ifm.d * subkernels * blocks[0] * blocks[1] * z_blocks
-    out["ifm"] = (arena, ifm_bytes * _burst_penalty(arena, layer.ifm, cfg.ifm, read=True))
+    ifm_bytes = ifm_area * ifm_depth * subkernels * blocks[0] * blocks[1] * z_blocks
+    out["ifm"] = (arena, transfer(arena, layer.ifm_io, True, cfg.ifm, layer.ifm, cores, ifm_bytes))
     if layer.weights_bytes or layer.bias_channels:
         stream = layer.weights_bytes + BIAS_BYTES_PER_CHANNEL * layer.bias_channels
         out["weights"] = (const, float(stream))
-        if (
-            ctx.mode.const_port != ctx.mode.cache_port
-        ):  # buffered into SRAM by DMA, then read once per OFM block column
+        if _weights_buffered(ctx):  # buffered into SRAM by DMA, then read once per OFM block column
             out["weights_buffer_write"] = (fast, float(stream))
             out["weights_buffer_read"] = (fast, float(stream * max(1, blocks[0] * blocks[1])))
         elif blocks[0] * blocks[1] > 1:
@@ -483,7 +489,5 @@ __all__ = [
     "NpuLayer",
     "choose_block",
     "compute_cycles",
-    "efficiency",
-    "efficiency_class",
     "layer_cycles",
 ]

@@ -271,7 +271,7 @@ def softmax_layers(rows: int, size: int, family: str) -> list[NpuLayer]:
             ew(full, "rescale"), ew(full, "lut"), reduce_sum, ew(per_row, "lut"), ew(full, "mul", True)]  # fmt: skip
 
 
-def _rejections(op: OpInput, family: str) -> list[str]:
+def _rejections(op: OpInput, family: str, runtime: str) -> list[str]:
     """Why ``op`` cannot run on the NPU (empty: it can)."""
     reasons: list[str] = []
     for w in op.works:
@@ -280,7 +280,7 @@ def _rejections(op: OpInput, family: str) -> list[str]:
         elif isinstance(w, NoEstimate):
             reasons.append(w.reason)
         elif isinstance(w, KernelWork):
-            reasons += npu_rejections(Call(w.function, w.params, family, op.weights))
+            reasons += npu_rejections(Call(w.function, w.params, family, op.weights, runtime))
     return reasons
 
 
@@ -301,9 +301,12 @@ def estimate_ops(
     host_clock_mhz: float | None = None,
     library: str | None = None,
     handover: Handover = HANDOVER,
+    runtime: str = "executorch",
 ) -> EthosEstimate:
     """Place and cost every op (see the module docstring). The host runs at the NPU's clock
-    unless ``host_clock_mhz`` says otherwise (Corstone-300/310 clock both alike)."""
+    unless ``host_clock_mhz`` says otherwise (Corstone-300/310 clock both alike). ``runtime``
+    names whose program it is (``executorch``: a .pte, ``tflm``: a .tflite), for the placement
+    rules that belong to one runtime's partitioner (isa_models.ethos_u.supported)."""
     acc = get_accelerator(accelerator)
     npu_system, mode = resolve(acc.family, system, memory_mode)
     ctx = NpuContext(acc, npu_system, mode)
@@ -311,7 +314,7 @@ def estimate_ops(
     to_npu = npu_system.clock_mhz / host_mhz
     est = EthosEstimate(acc.name, npu_system, mode, host_core, host_mhz)
     calibrations = None
-    reasons = [_rejections(op, acc.family) for op in ops]
+    reasons = [_rejections(op, acc.family, runtime) for op in ops]
     memory_only = [all(isinstance(w, CopyWork) for w in op.works) for op in ops]
     npu = [not r and not m for r, m in zip(reasons, memory_only, strict=True)]
     # delegate boundaries: the first/last NPU op of each run (memory-only ops do not break a run)
@@ -352,7 +355,7 @@ def estimate_ops(
         )
         planned, notes = [], []
         for w in kernels:
-            got, note = _layers_of(w, Call(w.function, w.params, acc.family, op.weights), following)
+            got, note = _layers_of(w, Call(w.function, w.params, acc.family, op.weights, runtime), following)
             planned += got
             notes.append(note)
         if planned and k in first:
@@ -408,11 +411,13 @@ def estimate_method(
     *,
     system: str | None = None,
     clock_mhz: float | None = None,
+    runtime: str = "executorch",
 ) -> EthosEstimate:
     """``refsim run --estimate-cycles --cpu ethos-u...``: :func:`estimate_ops` of a refsim Method.
 
     ``system`` names a Vela System_Config, a Memory_Mode, or both as ``<config>:<mode>``; the
-    NPU clock is the configuration's, so ``clock_mhz`` is refused."""
+    NPU clock is the configuration's, so ``clock_mhz`` is refused. ``runtime`` is the program's
+    (``Program.runtime``: ``executorch`` or ``tflm``)."""
     if clock_mhz is not None:
         raise IsaModelError(
             "--clock-mhz does not apply to an Ethos-U estimate: the --system configuration sets the clock"
@@ -420,7 +425,9 @@ def estimate_method(
     mode = None
     if system and ":" not in system and system.lower() in {m.lower() for m in MEMORY_MODES}:
         system, mode = None, system
-    return estimate_ops(ops_from_method(method, cost_hook), accelerator, system=system, memory_mode=mode)
+    return estimate_ops(
+        ops_from_method(method, cost_hook), accelerator, system=system, memory_mode=mode, runtime=runtime
+    )
 
 
 def ops_from_method(method, cost_hook: Callable, tier: str = "mve") -> list[OpInput]:

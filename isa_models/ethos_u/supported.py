@@ -29,6 +29,7 @@ class Call:
     params: Mapping[str, int]
     family: str  # "u55", "u65", "u85"
     weights: np.ndarray | None = None  # int8 weights, output channel first, when known
+    runtime: str = "executorch"  # whose program: "executorch" (a .pte) or "tflm" (a .tflite)
 
     def p(self, key: str, default: int = 0) -> int:
         return int(self.params.get(key, default))
@@ -176,9 +177,11 @@ def constraint_u85_only(c: Call) -> str | None:
 def constraint_executorch_u55_pool_stride(c: Call) -> str | None:
     """Pooling strides must be between 1 and 3 on Ethos-U55/U65: ExecuTorch's Arm partitioner
     leaves a wider one to the CPU [ExecuTorch 1.5.1 Arm backend, pool_2d_support.py:
-    AvgPool2dSupported/MaxPool2dSupported stride_check for the U55 TOSA subset; Vela itself
-    would take a global average pool]"""
-    if c.function not in POOL or c.family == "u85":
+    AvgPool2dSupported/MaxPool2dSupported stride_check for the U55 TOSA subset. ExecuTorch's
+    rule, not Vela's: on a .tflite Vela 5.2 takes the pool and splits a stride over 3
+    (regor ethos_u55_constraints.cpp: ArchProperty::KernelStride decomposition), so the rule
+    holds for ExecuTorch programs only]"""
+    if c.function not in POOL or c.family == "u85" or c.runtime != "executorch":
         return None
     sw, sh = c.p("stride.w", 1), c.p("stride.h", 1)
     ok = STRIDE_RANGE[0] <= sw <= STRIDE_RANGE[1] and STRIDE_RANGE[0] <= sh <= STRIDE_RANGE[1]

@@ -72,7 +72,7 @@ LUT_RAM_BYTES_PER_CYCLE = 1.0  # regor ``ArchEthosU85`` lutram parameters
 # --- memory ----------------------------------------------------------------------------------
 
 
-def _burst(m, nhwc: bool, read: bool, block: Block, shape: Block, cores: int, bits: int = 8) -> int:
+def burst_bytes(m, nhwc: bool, read: bool, block: Block, shape: Block, cores: int, bits: int = 8) -> int:
     """Bytes per burst (regor ``EstimateMemoryTransfer``)."""
     if nhwc:
         stride = shape.d * bits // 8
@@ -91,8 +91,8 @@ def _burst(m, nhwc: bool, read: bool, block: Block, shape: Block, cores: int, bi
     return max(1, min(m.burst_length, burst // 8))
 
 
-def _transfer(m, nhwc, read, block, shape, cores, nbytes: float) -> float:
-    return nbytes * m.burst_length / _burst(m, nhwc, read, block, shape, cores)
+def transfer(m, nhwc, read, block, shape, cores, nbytes: float) -> float:
+    return nbytes * m.burst_length / burst_bytes(m, nhwc, read, block, shape, cores)
 
 
 def channel_bw(ctx, m, channel: str) -> float:
@@ -120,12 +120,12 @@ def _block_transfer_cycles(ctx, layer, blk: U85Block) -> float:
         nbytes = (
             min(shape.w, blk.ifm.w) * min(shape.h, blk.ifm.h) * min(shape.d, blk.ifm.d) * layer.ifm_bits // 8
         )
-        tx = _transfer(mi, layer.ifm_io, True, blk.ifm, shape, cores, nbytes)
+        tx = transfer(mi, layer.ifm_io, True, blk.ifm, shape, cores, nbytes)
         cycles_ifm = max(cycles_ifm, mi.read_latency + int(tx / ctx.bytes_per_cycle(mi)))
     mo = ctx.feature_map(layer.ofm_io)
     o = layer.ofm
     nbytes = min(o.w, blk.ofm.w) * min(o.h, blk.ofm.h) * min(o.d, blk.ofm.d) * layer.ofm_bits // 8
-    tx = _transfer(mo, layer.ofm_io, False, blk.ofm, o, cores, nbytes)
+    tx = transfer(mo, layer.ofm_io, False, blk.ofm, o, cores, nbytes)
     return cycles_ifm + mo.write_latency + int(tx / ctx.bytes_per_cycle(mo))
 
 
@@ -149,11 +149,11 @@ def access_cycles(ctx, layer, blk: U85Block) -> tuple[dict[str, float], dict[str
 
     o = layer.ofm
     ofm_elements = o.w * o.h * (o.d if layer.ofm_io else round_up(o.d, 16))
-    add(mo, "write", _transfer(mo, layer.ofm_io, False, blk.ofm, o, cores, ofm_elements))
+    add(mo, "write", transfer(mo, layer.ofm_io, False, blk.ofm, o, cores, ofm_elements))
     if op == "elementwise":
         n = o.w * o.h * r16(o.d)
         reads = n * (2 if layer.ifm2 is not None and layer.ifm2.elements > 1 else 1)
-        add(mi, "ifm_stream", _transfer(mi, layer.ifm_io, True, blk.ifm, layer.ifm, cores, reads))
+        add(mi, "ifm_stream", transfer(mi, layer.ifm_io, True, blk.ifm, layer.ifm, cores, reads))
     elif op != "dma":
         ib = Block(min(layer.ifm.w, blk.ifm.w), min(layer.ifm.h, blk.ifm.h), min(layer.ifm.d, blk.ifm.d))
         ob = Block(min(o.w, blk.ofm.w), min(o.h, blk.ofm.h), min(o.d, blk.ofm.d))
@@ -168,7 +168,7 @@ def access_cycles(ctx, layer, blk: U85Block) -> tuple[dict[str, float], dict[str
             else (ceil_div(layer.kernel[0], SUB_KERNEL_MAX[0]) * ceil_div(layer.kernel[1], SUB_KERNEL_MAX[1]))
         )
         fetch = ib.w * ib.h * r16(layer.ifm.d) * sub * blocks[0] * blocks[1] * blocks[2]
-        add(mi, "ifm", _transfer(mi, layer.ifm_io, True, blk.ifm, layer.ifm, cores, fetch))
+        add(mi, "ifm", transfer(mi, layer.ifm_io, True, blk.ifm, layer.ifm, cores, fetch))
         if op not in ("pool", "reduce_sum") and (layer.weights_bytes or layer.bias_channels):
             refetch = blocks[0] * blocks[1]
             const = ctx.constants

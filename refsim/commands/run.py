@@ -85,7 +85,9 @@ def run(
             from isa_models.ethos_u.program import estimate_method as estimate_ethos_u
             from refsim.ops.cost import cost_hook
 
-            estimate = estimate_ethos_u(method, cost_hook, cpu, system=system, clock_mhz=clock_mhz)
+            estimate = estimate_ethos_u(
+                method, cost_hook, cpu, system=system, clock_mhz=clock_mhz, runtime=program.runtime
+            )
         else:
             estimate = estimate_method(program, method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
         estimate_ms = (time.perf_counter() - t_est) * 1e3

@@ -3,6 +3,8 @@ layer model's invariants, the weight-stream estimate and the whole-program face.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -128,6 +130,17 @@ def test_weights_limit_uses_the_values():
     assert npu_rejections(light) == []
 
 
+def test_the_executorch_pool_stride_rule_binds_executorch_programs_only():
+    # KWS's global average pool (25x5 kernel, stride 25x5): ExecuTorch's Arm partitioner keeps it
+    # on the CPU; Vela 5.2 itself takes it from a .tflite (it splits a stride over 3)
+    p = {"input_dims.n": 1, "input_dims.h": 25, "input_dims.w": 5, "input_dims.c": 64, "filter_dims.h": 25,
+         "filter_dims.w": 5, "output_dims.h": 1, "output_dims.w": 1, "output_dims.c": 64, "stride.h": 25,
+         "stride.w": 5, "padding.h": 0, "padding.w": 0}  # fmt: skip
+    (msg,) = npu_rejections(Call("arm_avgpool_s8", p, "u55"))
+    assert msg.startswith("Pooling strides must be between 1 and 3")
+    assert npu_rejections(Call("arm_avgpool_s8", p, "u55", runtime="tflm")) == []
+
+
 # --- layer model -----------------------------------------------------------------------------
 
 CONV = NpuLayer("conv", Block(32, 32, 64), Block(32, 32, 64), (3, 3), weights_bytes=36864, bias_channels=64)
@@ -176,6 +189,50 @@ def test_elementwise_cycles_scale_with_elements():
     assert one >= 1.5 * ADD.ofm.elements
 
 
+def test_pooling_steps_cost_ifm_bits_over_two():
+    # regor EstimateMacCyclesPerBlock: a pooling step is max(4, taps) x micro-blocks x ifm bits / 2
+    # (x4 for int8; Vela 5.2 prices KWS's 25x5 global pool at 5,400 cycles on U55-128, the
+    # legacy count without the factor ~1,400)
+    from isa_models.ethos_u.layers import _dpu_block_cycles
+
+    pool = NpuLayer("avg_pool", Block(5, 25, 64), Block(1, 1, 64), (5, 25), (5, 25), activation="none")
+    acc = get_accelerator("ethos-u55-128")
+    cfg = choose_block(acc, pool)
+    ublocks = -(-min(64, cfg.ofm.d) // acc.ofm_ublock.d)  # 1x1 OFM: one micro-block in x and y
+    taps = [5 * 8, 5 * 8, 5 * 8, 5 * 1]  # sub-kernels of at most 8x8 taps over the 5x25 kernel
+    assert _dpu_block_cycles(acc, pool, cfg) == sum(max(4, t) for t in taps) * ublocks * 4
+
+
+def test_scales_are_fetched_from_the_staging_sram_when_weights_are_buffered():
+    # U65 Dedicated_Sram: weights live in DRAM and are DMA'd into the SRAM cache first, so the
+    # per-block scale/bias fetch waits on the SRAM's latency (regor: weightStagingMemory), not
+    # the DRAM's (500 cycles: 10 x 128 x 500 / 256 = 2,500 cycles a block, on top of the 128x128
+    # FC's MAC work of 2,048 cycles: 4,548 as priced before; Vela 5.2: 2,674 on AD's layers)
+    from isa_models.ethos_u.layers import compute_cycles
+
+    fc = NpuLayer(
+        "vector_product", Block(1, 1, 128), Block(1, 1, 128), weights_bytes=16384, bias_channels=128
+    )
+    c = ctx("ethos-u65-256", "Ethos_U65_Client_Server", "Dedicated_Sram_384KB")
+    assert c.constants.read_latency * 10 * 128 / 256 > 2048
+    cycles = compute_cycles(c, fc, choose_block(c.accelerator, fc))
+    dram_bound = 10 * 128 * c.constants.read_latency / 256 + 2048
+    assert 2048 <= cycles < 0.7 * dram_bound
+
+
+def test_feature_maps_between_npu_ops_are_stored_in_16_deep_bricks():
+    # regor: an NHCWB16 OFM rounds its depth up to 16 (8 channels write 16); a delegate's own
+    # output is NHWC and writes what it holds
+    from isa_models.ethos_u.layers import _traffic
+
+    c = ctx("ethos-u55-128")
+    dw = NpuLayer("depthwise", Block(48, 48, 8), Block(48, 48, 8), (3, 3), weights_bytes=80, bias_channels=8)
+    inner = _traffic(c, dw, choose_block(c.accelerator, dw))["ofm"][1]
+    last = _traffic(c, replace(dw, ofm_io=True), choose_block(c.accelerator, dw))["ofm"][1]
+    assert inner == 48 * 48 * 16  # a 16-byte brick per position; bursts of the brick rows
+    assert last >= 48 * 48 * 8 and last != inner
+
+
 # --- weight stream ---------------------------------------------------------------------------
 
 
@@ -188,6 +245,26 @@ def test_weight_stream_estimate():
     assert 4096 <= uniform <= 4096 * 1.15  # incompressible: a little over one byte each
     small = encoded_weight_bytes(rng.integers(-3, 4, 4096).astype(np.int8), 4096)
     assert small < 4096 * 0.5
+
+
+def test_pruned_weights_are_coded_as_zero_runs():
+    # Vela's mlw encoder takes zeros out of the value stream when they come in runs (VWW's later
+    # 1x1 layers: 98% zeros, 768-2,656 encoded bytes in Vela 5.2 for 16,384 weights): a pruned
+    # stream costs about one run code per non-zero value, far under a bit per weight
+    rng = np.random.default_rng(1)
+    w = np.zeros(16384, np.int8)
+    w[rng.choice(w.size, 300, replace=False)] = rng.integers(1, 60, 300) * rng.choice([-1, 1], 300)
+    pruned = encoded_weight_bytes(w, w.size)
+    assert pruned < w.size // 8  # under one bit per weight: impossible without zero runs
+    assert pruned > 300  # still a byte or more per non-zero value and its run
+
+
+def test_a_few_distinct_values_use_the_palette():
+    # up to 32 values covering half the stream are coded as palette indices by frequency
+    rng = np.random.default_rng(2)
+    levels = np.array([-97, -41, 13, 77, 120], np.int8)
+    clustered = encoded_weight_bytes(rng.choice(levels, 4096), 4096)
+    assert clustered < 4096 * 3 // 8  # ~2-3 bits an index against 8+ for the raw values
 
 
 # --- whole program and face ------------------------------------------------------------------
