@@ -75,9 +75,17 @@ def _clz32(value: int) -> int:
     return 32 - value.bit_length()
 
 
-def softmax_s8_reference(input: np.ndarray, mult: int, shift: int, diff_min: int) -> np.ndarray:
-    """``arm_nn_softmax_common_s8`` (s8 output), one row at a time, in Python ints."""
+def softmax_s8_reference(
+    input: np.ndarray, mult: int, shift: int, diff_min: int, counts: dict[str, int] | None = None
+) -> np.ndarray:
+    """``arm_nn_softmax_common_s8`` (s8 output), one row at a time, in Python ints.
+
+    ``counts``, when given, gets ``exp_elements``: the elements whose exponential the loops
+    computed (``diff >= diff_min``; CMSIS-NN computes it once in the sum pass and again in the
+    output pass, and writes -128 for the others), the oracle of :func:`softmax_s8_exp_elements`.
+    """
     rows = _check(input, mult, shift, diff_min)
+    computed = 0
     mask = wrap_int32(1 << int(shift))
     out = np.empty(rows.shape, np.int8)
     for r in range(rows.shape[0]):
@@ -87,6 +95,7 @@ def softmax_s8_reference(input: np.ndarray, mult: int, shift: int, diff_min: int
         for value in row:
             diff = value - max_in_row
             if diff >= diff_min:
+                computed += 1
                 scaled = doubling_high_mult(wrap_int32(diff * mask), int(mult))
                 total += divide_by_power_of_two(exp_on_negative_values(scaled), ACCUM_BITS)
         if total >= SUM_LIMIT:
@@ -104,6 +113,8 @@ def softmax_s8_reference(input: np.ndarray, mult: int, shift: int, diff_min: int
                 out[r, c] = min(max(result, INT8_MIN), INT8_MAX)
             else:
                 out[r, c] = INT8_MIN
+    if counts is not None:
+        counts["exp_elements"] = computed
     return out.reshape(input.shape)
 
 
@@ -171,6 +182,42 @@ def softmax_s8(input: np.ndarray, mult: int, shift: int, diff_min: int) -> np.nd
     if bad_row >= 0:
         raise _overflow(bad_row)
     return out.reshape(input.shape)
+
+
+@jit
+def _exp_elements_kernel(rows, diff_min):
+    """Elements with ``x - max(row) >= diff_min``, the test of the kernel's sum and output passes."""
+    num_rows, row_size = rows.shape
+    computed = 0
+    for r in range(num_rows):
+        max_in_row = rows[r, 0]
+        for c in range(1, row_size):
+            if rows[r, c] > max_in_row:
+                max_in_row = rows[r, c]
+        for c in range(row_size):
+            if np.int64(rows[r, c]) - np.int64(max_in_row) >= diff_min:
+                computed += 1
+    return computed
+
+
+def softmax_s8_exp_elements(input: np.ndarray, diff_min: int) -> int:
+    """The work :func:`softmax_s8` does that depends on the values: how many elements get an
+    exponential (``diff = x - max(row) >= diff_min``). ``arm_nn_softmax_common_s8`` computes
+    ``EXP_ON_NEG`` for exactly these, twice each (the sum pass and the output pass); every other
+    element costs a compare and a store of -128. A row with a wide input range relative to
+    ``diff_min`` skips most of its exponentials, so the call's cycles follow this count, not
+    the shape (isa_models.cortex_m.softmax prices it).
+
+    A counting entry beside the kernel rather than an output of it: the plain run pays nothing,
+    and the count needs only the row maxima (the test the kernel branches on, not its values).
+    ``input`` as :func:`softmax_s8` takes it (rows on the last axis); an empty input counts 0.
+    """
+    data = check_int8(_FUNCTION, "input", input)
+    if data.ndim < 1 or data.size == 0:
+        return 0
+    if isinstance(diff_min, bool) or not isinstance(diff_min, int | np.integer):
+        raise KernelArgumentError(_FUNCTION, "diff_min", "an integer", type(diff_min).__name__)
+    return int(_exp_elements_kernel(data.reshape(-1, data.shape[-1]), np.int64(diff_min)))
 
 
 def _tflm_quantize_multiplier(real: float) -> tuple[int, int]:

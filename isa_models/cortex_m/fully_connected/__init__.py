@@ -117,6 +117,8 @@ def _bmm_cmsis_features(p: Params, tier: str) -> Features:
     groups, rows, c, k = _bmm_shape(p)
     lanes = BLOCKING[tier].reduce_lanes
     vsum = c * (ceil_div(k, lanes) if tier == "mve" else k // lanes)
+    if tier == "mve" and value(p, "fc_params.input_offset", 1) == 0:
+        vsum = 0  # arm_vector_sum_s8's early exit (lhs_offset 0): the buffer zeroed, no sums
     mat = _vec_mat_cmsis(tier, rows, c, k)
     return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows), "outputs": float(groups * rows * c),
             "vsum_rows": float(groups * c), "vsum_blocks": float(groups * vsum),
@@ -144,12 +146,22 @@ def _vsum_features_kernels_c(p: Params, tier: str) -> Features:
 
 
 def _vsum_features(p: Params, tier: str) -> Features:
-    """CMSIS-NN's arm_vector_sum_s8: kernels_c's features, and on MVE the rows five at a time
-    (one 16-column trip loads and sums five rows), then the ``rows mod 5`` rows one at a time,
-    each of their ⌈cols/16⌉ trips a whole loop pass for one row: tail_blocks = (rows mod 5)·⌈cols/16⌉."""
-    f = dict(_vsum_features_kernels_c(p, tier))
+    """CMSIS-NN's arm_vector_sum_s8: the bias copied first (``memcpy``/``memset`` of the rows'
+    int32: ``copied`` = rows), then, only when ``lhs_offset`` is not 0, kernels_c's features, and on
+    MVE the rows five at a time (one 16-column trip loads and sums five rows), then the
+    ``rows mod 5`` rows one at a time, each of their ⌈cols/16⌉ trips a whole loop pass for one row:
+    tail_blocks = (rows mod 5)·⌈cols/16⌉; ``offset_rows`` = rows when ``rhs_offset`` is not 0 too
+    (its ``cols · rhs_offset`` term per row). With ``lhs_offset`` 0 the call returns after the copy
+    (a sum times 0 adds nothing): the early exit ExecuTorch's per-tensor linear with input zero
+    point 0 takes."""
+    rows = value(p, "vector_rows")
+    f = {"copied": float(rows), **_vsum_features_kernels_c(p, tier)}
     if tier == "mve":
-        f["tail_blocks"] = float((value(p, "vector_rows") % 5) * ceil_div(value(p, "vector_cols"), 16))
+        f["tail_blocks"] = float((rows % 5) * ceil_div(value(p, "vector_cols"), 16))
+    summed = value(p, "lhs_offset", 1) != 0
+    f["offset_rows"] = float(rows if summed and value(p, "rhs_offset", 0) != 0 else 0)
+    if not summed:
+        f.update({k: 0.0 for k in f if k not in ("call", "copied")})
     return f
 
 
