@@ -8,8 +8,10 @@ calibrated commit), the s8 functions the cost model prices whose loop trips foll
   again in the output pass, only for the elements with ``x - max(row) >= diff_min``; the others
   cost a compare and a store of -128. Counted by ``kernels_py.softmax.softmax_s8_exp_elements``.
 
-Looked at and found data-independent (the trips follow the shape): max pooling (``arm_max_pool_s8``
-compares every tap with a select, no early exit), ``arm_maximum_s8``/``arm_minimum_s8``,
+Looked at and found data-independent in their loop trips (the shape decides them): max pooling
+(``arm_max_pool_s8`` compares every tap, no early exit; off MVE its per-byte ``if (src > dst)
+dst = src`` is an IT block on Thumb-2, but may be a branch on ARMv6-M: a few cycles per replaced
+byte on the M0+, not priced), ``arm_maximum_s8``/``arm_minimum_s8``,
 ``arm_relu6_s8`` and the elementwise add/mul (a branchless clamp per element), the convolutions,
 depthwise and fully connected kernels (requantization is straight-line; no zero skipping),
 ``arm_pad_s8`` and ``arm_transpose_s8`` (copies by shape).
