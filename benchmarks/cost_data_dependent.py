@@ -60,7 +60,12 @@ def measure(core: str, cases: int, seed: int, kernels_dir: Path) -> list[dict]:
         params = {k: v for k, v in case.params.items() if isinstance(v, int) and not isinstance(v, bool)}
         counts = call_counts(case.function, case.params, case.arrays)
         _, cycles = timed[case.label]
-        row = {"case": case.label, "function": case.function, "measured_cycles": cycles, "counts": counts or None}
+        row = {
+            "case": case.label,
+            "function": case.function,
+            "measured_cycles": cycles,
+            "counts": counts or None,
+        }
         for basis, p in (("data", {**params, **counts}), ("shape", params)):
             est = estimate_call(case.function, p, core, calibrations=calibrations).cycles
             row[f"{basis}_cycles"] = round(est)
@@ -94,7 +99,9 @@ def main() -> None:
         print(f"{s['core']:14s} {s['function']:18s} {s['priced']:6s} {s['cases']:5d} {100 * s['median']:+7.1f}% "
               f"{100 * s['p90_abs']:7.1f}% {100 * s['worst']:+8.1f}% {100 * s['within_15']:5.0f}% "
               f"{100 * s['within_25']:5.0f}%")  # fmt: skip
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({
         "provenance": {"refsim_commit": commit.strip(), "cmsis_nn_dir": kernels_dir, "date": datetime.date.today().isoformat(),

@@ -68,9 +68,13 @@ def eval_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no tables.")] = False,
     estimate_cycles: Annotated[
         bool,
-        typer.Option("--estimate-cycles", help="Device latency per sample (min / median / max) from the cost model."),
+        typer.Option(
+            "--estimate-cycles", help="Device latency per sample (min / median / max) from the cost model."
+        ),
     ] = False,
-    cpu: Annotated[str | None, typer.Option("--cpu", help="Core for the estimate (cortex-m0plus ... m85).")] = None,
+    cpu: Annotated[
+        str | None, typer.Option("--cpu", help="Core for the estimate (cortex-m0plus ... m85).")
+    ] = None,
     system: Annotated[
         str | None, typer.Option("--system", help="System preset for the estimate (clock, memories).")
     ] = None,

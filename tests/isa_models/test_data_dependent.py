@@ -57,7 +57,9 @@ def test_a_wide_range_row_costs_far_less_than_a_narrow_one():
     wide = rng.integers(-128, 128, (1, 200)).astype(np.int8)
     wide[0, 0] = 127
     params = {"num_rows": 1, "row_size": 200, "mult": 1 << 30, "shift": 23, "diff_min": -16}
-    counts = {name: call_counts("arm_softmax_s8", params, {"input": x}) for name, x in (("n", narrow), ("w", wide))}
+    counts = {
+        name: call_counts("arm_softmax_s8", params, {"input": x}) for name, x in (("n", narrow), ("w", wide))
+    }
     assert counts["n"]["exp_elements"] == 200 and counts["w"]["exp_elements"] < 40
     for core in ("cortex-m4", "cortex-m55"):
         cost = {k: estimate_call("arm_softmax_s8", {**params, **c}, core).cycles for k, c in counts.items()}
@@ -94,7 +96,9 @@ def test_vector_sum_early_exit_is_priced_as_the_bias_copy(core):
     for record in early:
         shape = _shape(record)
         priced = estimate_call("arm_vector_sum_s8", shape, core, library="cmsis-nn").cycles
-        summing = estimate_call("arm_vector_sum_s8", {**shape, "lhs_offset": 128}, core, library="cmsis-nn").cycles
+        summing = estimate_call(
+            "arm_vector_sum_s8", {**shape, "lhs_offset": 128}, core, library="cmsis-nn"
+        ).cycles
         # 15%: a call of 100-800 cycles, where a few cycles of branch timing are percents
         assert priced == pytest.approx(record["cycles"], rel=0.15), shape
         if shape["vector_cols"] * shape["vector_rows"] >= 1000:

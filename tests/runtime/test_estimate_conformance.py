@@ -15,7 +15,12 @@ from refsim.qemu import missing_toolchain
 def vectors(tmp_path_factory):
     directory = tmp_path_factory.mktemp("vectors")
     args = ["conformance", "--export-vectors", str(directory), "--cases", "2", "--seed", "3"]
-    for kernel in ("arm_fully_connected_s8", "arm_convolve_wrapper_s8", "arm_elementwise_add_s8", "arm_softmax_s8"):
+    for kernel in (
+        "arm_fully_connected_s8",
+        "arm_convolve_wrapper_s8",
+        "arm_elementwise_add_s8",
+        "arm_softmax_s8",
+    ):
         args += ["--kernel", kernel]
     assert main(args) == 0
     return directory

@@ -13,12 +13,12 @@ import json
 import numpy as np
 import pytest
 
+from kernels_py import softmax
 from refsim.cli import main
 from refsim.ops.data_work import CountingTrace
+from refsim.pte import ScalarType
 from refsim.runtime import Program
 from refsim.runtime.estimate import BASIS_DATA, BASIS_SHAPE, BASIS_SHAPE_ONLY, estimate_method, reprice
-from kernels_py import softmax
-from refsim.pte import ScalarType
 from tests.runtime.test_cortex_m_elementwise import ProgramBuilder
 
 SHAPE = (4, 64)

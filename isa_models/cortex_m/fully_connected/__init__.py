@@ -157,7 +157,11 @@ def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
     fewer) in its byte loop: ``copy_bytes`` = 4·rows there."""
     rows = value(p, "vector_rows")
     short = arch == "armv6-m" and 4 * rows < 16
-    f = {"copied": float(rows), "copy_bytes": float(4 * rows if short else 0), **_vsum_features_kernels_c(p, tier)}
+    f = {
+        "copied": float(rows),
+        "copy_bytes": float(4 * rows if short else 0),
+        **_vsum_features_kernels_c(p, tier),
+    }
     if tier == "mve":
         f["tail_blocks"] = float((rows % 5) * ceil_div(value(p, "vector_cols"), 16))
     summed = value(p, "lhs_offset", 1) != 0
