@@ -53,6 +53,14 @@ def run(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="With --estimate-cycles: per-op cycle bar chart (PNG).")
     ] = None,
+    shape_only: Annotated[
+        bool,
+        typer.Option(
+            "--shape-only",
+            help="With --estimate-cycles: price data-dependent calls (softmax) at their shape-only bound, "
+            "not on this run's values.",
+        ),
+    ] = False,
     strict: Annotated[
         bool,
         typer.Option("--strict", help="Refuse (exit 2) a program whose device result departs from its ops."),
@@ -72,8 +80,8 @@ def run(
 
     if isa is not None and isa not in ISAS:
         raise RefsimError(f"--isa must be one of {', '.join(ISAS)}, got {isa!r}")
-    if not estimate_cycles and (cpu or system or clock_mhz is not None or plot):
-        raise RefsimError("--cpu, --system, --clock-mhz and --plot need --estimate-cycles")
+    if not estimate_cycles and (cpu or system or clock_mhz is not None or plot or shape_only):
+        raise RefsimError("--cpu, --system, --clock-mhz, --plot and --shape-only need --estimate-cycles")
     program = Program.load(model)  # a .tflite is lowered into the same program (refsim/tflite/lower.py)
     method = program.method(method_name)
     estimate = None
@@ -117,7 +125,7 @@ def run(
     # One untimed run first: numba loads each kernel's cached machine code on its first call,
     # which would otherwise dominate the per-op times. Execution is deterministic, so the counts
     # of data-dependent work the estimate needs are taken on this run.
-    method.execute(values, trace=counting)
+    method.execute(values, trace=None if shape_only else counting)
     t0 = time.perf_counter()
     results = method.execute(values, trace=trace)
     wall = time.perf_counter() - t0
@@ -126,8 +134,9 @@ def run(
 
         t_est, cpu_est = time.perf_counter(), time.process_time()
         estimate = estimate_method(
-            program, method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz, counts=counting.counts
-        )
+            program, method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz,
+            counts=None if shape_only else counting.counts,
+        )  # fmt: skip
         estimate_ms += (time.perf_counter() - t_est) * 1e3
         estimate_cpu_ms += (time.process_time() - cpu_est) * 1e3
 

@@ -100,6 +100,13 @@ def test_run_prices_its_own_inputs(tmp_path, capsys):
         (row,) = [x for x in r["estimate_rows"] if x["index"] is not None]
         assert row["basis"] == "data"
     assert reports[False]["cycles_total"] < 0.5 * reports[True]["cycles_total"]
+    report = tmp_path / "shape.json"
+    assert main([*args, "--shape-only", "--json", str(report)]) == 0  # args: the wide rows' run
+    shape = json.loads(report.read_text())
+    assert (
+        shape["estimate_basis"] == BASIS_SHAPE_ONLY and shape["cycles_total"] == reports[True]["cycles_total"]
+    )
+    assert "shape-only estimate" in capsys.readouterr().out
 
 
 def test_eval_reports_the_latency_spread(tmp_path):
