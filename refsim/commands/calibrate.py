@@ -240,7 +240,13 @@ def sweep_calls(
             chosen.setdefault(key, []).append((function, shape))
     rows = []
     for key, calls in chosen.items():
-        features = [formulas.FORMULAS[key].features_for(library, core)(shape, tier) for _f, shape in calls]
+        formula = formulas.FORMULAS[key]
+        features = [
+            formula.features_for(library, core)(
+                feature_params(function, shape, sweep_case(function, shape)) if formula.data else shape, tier
+            )
+            for function, shape in calls
+        ]
         held: set[int] = set()
         want = len(calls) // HELD_OUT_EVERY
         for i in [*range(HELD_OUT_EVERY - 1, len(calls), HELD_OUT_EVERY), *range(len(calls))]:

@@ -19,13 +19,15 @@ kernels_c (:func:`_features_kernels_c`) tabulates the exponential of every diff 
 ``diff_min`` when the call has more elements than that span, then gathers per element::
 
     exp_elements   = R·S when each element's exponential is computed
-    table_elements = R·S when the call tabulates first, table = that span
+    table_elements = R·S when the call tabulates first, table = that span,
+    table_calls    = 1 then (the table's set-up, which the direct path does not pay)
     kernels_c on MVE: exp_vectors / table_vectors = R·⌈S/4⌉ (four exponentials per vector)
 
 kernels_c's tabulated path does the same per element whatever the values; its scalar/DSP direct
 path (calls of at most ``span`` elements) computes an exponential only where diff >= diff_min,
-so there exp_elements is the golden run's count too (the skipped elements' sum and output terms,
-~5% of an exponential each, ride on it); on MVE four lanes are computed per vector regardless.
+so there exp_elements is the golden run's count too, and ``skipped`` = R·S - exp_elements the
+elements that still take their sum and output terms (of a 0); on MVE four lanes are computed
+per vector regardless.
 
     instructions = Σ a_f · f          cycles = Σ b_f · f                (per core, fitted)
 """
@@ -77,10 +79,10 @@ def _features_kernels_c(p: Params, tier: str) -> Features:
         vectors = float(rows * ceil_div(size, 4))
         exp, gathered = (0.0, vectors) if tabulated else (vectors, 0.0)
         return {"call": 1.0, "rows": float(rows), "table": table, "blocks": float(rows * ceil_div(size, 16)),
-                "exp_vectors": exp, "table_vectors": gathered}  # fmt: skip
+                "exp_vectors": exp, "table_vectors": gathered, "table_calls": float(tabulated)}  # fmt: skip
     exp, gathered = (0.0, float(n)) if tabulated else (float(exp_elements(p)), 0.0)
     return {"call": 1.0, "rows": float(rows), "exp_elements": exp, "table_elements": gathered, "table": table,
-            "blocks": 0.0}  # fmt: skip
+            "blocks": 0.0, "skipped": 0.0 if tabulated else n - exp, "table_calls": float(tabulated)}  # fmt: skip
 
 
 def _macs(p: Params) -> int:
