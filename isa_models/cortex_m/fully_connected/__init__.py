@@ -154,12 +154,15 @@ def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
     (its ``cols · rhs_offset`` term per row). With ``lhs_offset`` 0 the call returns after the copy
     (a sum times 0 adds nothing): the early exit ExecuTorch's per-tensor linear with input zero
     point 0 takes. On ARMv6-M newlib's generic ``memcpy`` copies fewer than 16 bytes (3 rows or
-    fewer) in its byte loop: ``copy_bytes`` = 4·rows there."""
+    fewer) in its byte loop: ``copy_bytes`` = 4·rows there, in place of ``copied`` and of the
+    word path's set-up (``copy_long`` = 1 for the longer copies)."""
     rows = value(p, "vector_rows")
-    short = arch == "armv6-m" and 4 * rows < 16
+    v6m = arch == "armv6-m"
+    short = v6m and 4 * rows < 16
     f = {
-        "copied": float(rows),
+        "copied": float(0 if short else rows),
         "copy_bytes": float(4 * rows if short else 0),
+        "copy_long": float(v6m and not short),
         **_vsum_features_kernels_c(p, tier),
     }
     if tier == "mve":
@@ -167,7 +170,7 @@ def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
     summed = value(p, "lhs_offset", 1) != 0
     f["offset_rows"] = float(rows if summed and value(p, "rhs_offset", 0) != 0 else 0)
     if not summed:
-        f.update({k: 0.0 for k in f if k not in ("call", "copied", "copy_bytes")})
+        f.update({k: 0.0 for k in f if k not in ("call", "copied", "copy_bytes", "copy_long")})
     return f
 
 
