@@ -101,5 +101,5 @@ def test_vector_sum_early_exit_is_priced_as_the_bias_copy(core):
         ).cycles
         # 15%: a call of 100-800 cycles, where a few cycles of branch timing are percents
         assert priced == pytest.approx(record["cycles"], rel=0.15), shape
-        if shape["vector_cols"] * shape["vector_rows"] >= 1000:
-            assert summing > 10 * priced
+        if shape["vector_cols"] * shape["vector_rows"] >= 5000:  # the sums: > 1 cycle per 16 bytes even on MVE
+            assert summing > 5 * priced
