@@ -6,7 +6,8 @@ calibrated commit), the s8 functions the cost model prices whose loop trips foll
 
 - ``arm_softmax_s8`` (``arm_nn_softmax_common_s8``): ``EXP_ON_NEG`` runs, in the sum pass and
   again in the output pass, only for the elements with ``x - max(row) >= diff_min``; the others
-  cost a compare and a store of -128. Counted by ``kernels_py.softmax.softmax_s8_exp_elements``.
+  cost a compare and a store of -128; and an exponential whose scaled input is 0 returns early
+  in GCC's build. Counted by ``kernels_py.softmax.softmax_s8_exp_counts``.
 
 Looked at and found data-independent in their loop trips (the shape decides them): max pooling
 (``arm_max_pool_s8`` compares every tap, no early exit; off MVE its per-byte ``if (src > dst)
@@ -40,10 +41,15 @@ from refsim.ops.registry import Args
 Counts = dict[str, int]
 
 
+def _softmax_counts(rows: np.ndarray, mult: int, shift: int, diff_min: int) -> Counts:
+    computed, zero = softmax.softmax_s8_exp_counts(rows, mult, shift, diff_min)
+    return {"exp_elements": computed, "exp_zero": zero}
+
+
 def _softmax_call(params: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> Counts:
     rows, size = int(params["num_rows"]), int(params["row_size"])
     data = np.asarray(arrays["input"]).reshape(-1)[: rows * size].reshape(rows, size)
-    return {"exp_elements": softmax.softmax_s8_exp_elements(data, int(params["diff_min"]))}
+    return _softmax_counts(data, int(params["mult"]), int(params["shift"]), int(params["diff_min"]))
 
 
 #: CMSIS-NN function → its counter over (params, arrays).
@@ -63,7 +69,8 @@ def _softmax_op(a: Args) -> Counts:
     from refsim.ops.cortex_m_elementwise import flat
 
     row = int(a.input.sizes[-1])
-    return {"exp_elements": softmax.softmax_s8_exp_elements(flat(a.input).reshape(-1, row), int(a.diff_min))}
+    return _softmax_counts(flat(a.input).reshape(-1, row), int(a.input_multiplier), int(a.input_shift),
+                           int(a.diff_min))  # fmt: skip
 
 
 #: Registry op → its counter over the call's bound arguments (inputs in place, before it runs).

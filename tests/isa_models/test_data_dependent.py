@@ -64,26 +64,41 @@ def test_a_wide_range_row_costs_far_less_than_a_narrow_one():
     for core in ("cortex-m4", "cortex-m55"):
         cost = {k: estimate_call("arm_softmax_s8", {**params, **c}, core).cycles for k, c in counts.items()}
         assert cost["w"] < cost["n"] / 3
-    assert data_params("arm_softmax_s8", params, "dsp") == ("exp_elements",)
+    assert data_params("arm_softmax_s8", params, "dsp") == ("exp_elements", "exp_zero")
     assert data_params("arm_fully_connected_s8", {}, "dsp") == ()
 
 
 def test_counting_entry_is_the_reference_kernels_count():
     rng = np.random.default_rng(5)
-    for rows, size, diff_min in ((1, 1, -248), (3, 40, -8), (7, 33, 0), (2, 500, -100), (4, 16, -300)):
+    cases = (
+        (1, 1, -248, 23),
+        (3, 40, -8, 23),
+        (7, 33, 0, 31),
+        (2, 300, -100, 31),
+        (4, 16, -300, 30),
+        (2, 64, -255, 31),
+    )
+    for rows, size, diff_min, shift in cases:
         x = rng.integers(-128, 128, (rows, size)).astype(np.int8)
-        mult, shift = 1 << 30, 23
+        mult = 1 << 30
         seen: dict[str, int] = {}
         out = softmax.softmax_s8_reference(x, mult, shift, diff_min, counts=seen)
-        assert softmax.softmax_s8_exp_elements(x, diff_min) == seen["exp_elements"]
+        assert softmax.softmax_s8_exp_counts(x, mult, shift, diff_min) == (
+            seen["exp_elements"],
+            seen["exp_zero"],
+        )
         np.testing.assert_array_equal(out, softmax.softmax_s8(x, mult, shift, diff_min))  # numerics untouched
         # an exponential per element that does not output -128 (a passing one may round to -128 too)
         assert seen["exp_elements"] >= int(np.count_nonzero(out != -128))
+        assert rows <= seen["exp_zero"] <= seen["exp_elements"]  # every row's maximum has diff 0
     strided = rng.integers(-128, 128, (5, 64)).astype(np.int8)[:, ::2]
     seen = {}
     softmax.softmax_s8_reference(np.ascontiguousarray(strided), 1 << 30, 23, -20, counts=seen)
-    assert softmax.softmax_s8_exp_elements(strided, -20) == seen["exp_elements"]
-    assert softmax.softmax_s8_exp_elements(np.zeros((0, 4), np.int8), -8) == 0
+    assert softmax.softmax_s8_exp_counts(strided, 1 << 30, 23, -20) == (
+        seen["exp_elements"],
+        seen["exp_zero"],
+    )
+    assert softmax.softmax_s8_exp_counts(np.zeros((0, 4), np.int8), 1 << 30, 23, -8) == (0, 0)
 
 
 @pytest.mark.parametrize("core", CORES)
@@ -101,5 +116,7 @@ def test_vector_sum_early_exit_is_priced_as_the_bias_copy(core):
         ).cycles
         # 15%: a call of 100-800 cycles, where a few cycles of branch timing are percents
         assert priced == pytest.approx(record["cycles"], rel=0.15), shape
-        if shape["vector_cols"] * shape["vector_rows"] >= 5000:  # the sums: > 1 cycle per 16 bytes even on MVE
+        if (
+            shape["vector_cols"] * shape["vector_rows"] >= 5000
+        ):  # the sums: > 1 cycle per 16 bytes even on MVE
             assert summing > 5 * priced

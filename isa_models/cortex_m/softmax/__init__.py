@@ -10,9 +10,10 @@ elements, λ = 16 int8 lanes on MVE)::
     call         = 1
     rows         = R                  per-row max, reciprocal (one_over_one_plus_x), set-up
     elements     = R·S                the three passes' loop trips, the diff_min test, the -128 stores
-    exp_elements = the elements with diff >= diff_min (the golden run's count,
-                   kernels_py.softmax.softmax_s8_exp_elements, param ``exp_elements``); without it,
-                   R·S: the shape-only bound (every exponential computed)
+    exp_elements = the elements with diff >= diff_min whose scaled input is not 0 (the golden run's
+                   counts, kernels_py.softmax.softmax_s8_exp_counts, params ``exp_elements`` minus
+                   ``exp_zero``); without them, R·S: the shape-only bound (every exponential computed)
+    exp_zero     = those whose scaled input is 0 (GCC's EXP_ON_NEG returns NN_Q31_MAX early)
     blocks       = R·⌈S/λ⌉ on MVE (a vectorised max pass), 0 otherwise
 
 kernels_c (:func:`_features_kernels_c`) tabulates the exponential of every diff that can pass
@@ -39,8 +40,8 @@ from isa_models.shapes import Params, ceil_div, value
 
 FAMILY = "softmax"
 
-#: The param that carries the golden run's count of computed exponentials.
-EXP_ELEMENTS = "exp_elements"
+#: The params that carry the golden run's counts: computed exponentials, and those of a 0 input.
+EXP_ELEMENTS, EXP_ZERO = "exp_elements", "exp_zero"
 
 
 def _table_span(diff_min: int) -> int:
@@ -54,15 +55,37 @@ def exp_elements(p: Params) -> int:
     return min(value(p, EXP_ELEMENTS, n), n)
 
 
+def exp_zero(p: Params) -> int:
+    """Of those, the ones whose scaled input is 0: the golden run's count, or none (shape only)."""
+    return min(value(p, EXP_ZERO, 0), exp_elements(p))
+
+
 def _features(p: Params, tier: str) -> Features:
     rows, size = value(p, "num_rows"), value(p, "row_size")
     return {
         "call": 1.0,
         "rows": float(rows),
         "elements": float(rows * size),
-        "exp_elements": float(exp_elements(p)),
+        "exp_elements": float(exp_elements(p) - exp_zero(p)),
+        "exp_zero": float(exp_zero(p)),
         "blocks": float(rows * ceil_div(size, 16) if tier == "mve" else 0),
     }
+
+
+def _scaled_is_zero(diff: int, mult: int, shift: int) -> bool:
+    """``MUL_SAT(diff · 2^shift, mult) == 0`` (CMSIS-NN's ``arm_nn_doubling_high_mult``, the
+    product wrapping to int32 first as C's multiply does): an exponential of 0, which the compiled
+    exponential returns early."""
+    a = ((diff << shift) + (1 << 31)) % (1 << 32) - (1 << 31)
+    x = a * mult + ((1 << 30) if (a < 0) == (mult < 0) else 1 - (1 << 30))
+    return (abs(x) >> 31) == 0 and not (a == mult == -(1 << 31))
+
+
+def _table_zero(span: int, p: Params) -> int:
+    """Entries of kernels_c's table (diffs 0, -1, .. -(span - 1)) whose exponential has a 0 input:
+    a property of ``mult``/``shift``, not of the data."""
+    mult, shift = value(p, "mult", 1 << 30), value(p, "shift", 23)
+    return sum(_scaled_is_zero(-d, mult, shift) for d in range(span))
 
 
 def _features_kernels_c(p: Params, tier: str) -> Features:
@@ -81,8 +104,10 @@ def _features_kernels_c(p: Params, tier: str) -> Features:
         return {"call": 1.0, "rows": float(rows), "table": table, "blocks": float(rows * ceil_div(size, 16)),
                 "exp_vectors": exp, "table_vectors": gathered, "table_calls": float(tabulated)}  # fmt: skip
     exp, gathered = (0.0, float(n)) if tabulated else (float(exp_elements(p)), 0.0)
-    return {"call": 1.0, "rows": float(rows), "exp_elements": exp, "table_elements": gathered, "table": table,
-            "blocks": 0.0, "skipped": 0.0 if tabulated else n - exp, "table_calls": float(tabulated)}  # fmt: skip
+    zero = float(_table_zero(span, p) if tabulated else exp_zero(p))
+    return {"call": 1.0, "rows": float(rows), "exp_elements": exp - (0.0 if tabulated else zero),
+            "table_elements": gathered, "table": table - (zero if tabulated else 0.0), "blocks": 0.0,
+            "skipped": 0.0 if tabulated else n - exp, "table_calls": float(tabulated), "exp_zero": zero}  # fmt: skip
 
 
 def _macs(p: Params) -> int:
@@ -94,7 +119,7 @@ FORMULAS: dict[str, Formula] = {
         "arm_softmax_s8", "arm_softmax_s8", _features, _macs, lambda p: (_macs(p), _macs(p)),
         "max, Σ exp(x - max), exp · reciprocal per element whose diff passes diff_min",
         library_features=(("kernels_c", _features_kernels_c),),
-        data=(EXP_ELEMENTS,),
+        data=(EXP_ELEMENTS, EXP_ZERO),
     )
 }  # fmt: skip
 
@@ -103,4 +128,4 @@ def route(function: str, p: Params, tier: str) -> str:
     return function
 
 
-__all__ = ["EXP_ELEMENTS", "FAMILY", "FORMULAS", "exp_elements", "route"]
+__all__ = ["EXP_ELEMENTS", "EXP_ZERO", "FAMILY", "FORMULAS", "exp_elements", "exp_zero", "route"]
