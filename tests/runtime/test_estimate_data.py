@@ -69,7 +69,10 @@ def test_shape_only_estimate_says_so_and_counts_reprice_it(tmp_path):
         cycles[narrow] = est.total.cycles
         if narrow:
             assert counts["exp_elements"] == np.prod(SHAPE)
-            assert est.cycles_total == shape_only.cycles_total  # the bound is every exponential
+            # the bound is every exponential at full cost; the narrow rows compute every one, some of
+            # a 0 input (the elements equal to the row maximum), which return early
+            assert counts["exp_zero"] >= SHAPE[0]
+            assert 0.9 * shape_only.cycles_total < est.cycles_total < shape_only.cycles_total
     assert cycles[False] < 0.5 * cycles[True]
 
 
@@ -104,7 +107,7 @@ def test_run_prices_its_own_inputs(tmp_path, capsys):
     assert main([*args, "--shape-only", "--json", str(report)]) == 0  # args: the wide rows' run
     shape = json.loads(report.read_text())
     assert (
-        shape["estimate_basis"] == BASIS_SHAPE_ONLY and shape["cycles_total"] == reports[True]["cycles_total"]
+        shape["estimate_basis"] == BASIS_SHAPE_ONLY and shape["cycles_total"] > reports[True]["cycles_total"]
     )
     assert "shape-only estimate" in capsys.readouterr().out
 
@@ -121,6 +124,8 @@ def test_eval_reports_the_latency_spread(tmp_path):
     assert est["samples"] == 5 and est["estimate_basis"] == BASIS_DATA
     c = est["cycles"]
     assert c["min"] < 0.5 * c["max"] and c["min"] <= c["median"] <= c["max"]
-    assert c["max"] == est["shape_only_cycles"]  # the narrow rows compute every exponential
+    assert (
+        0.9 * est["shape_only_cycles"] < c["max"] < est["shape_only_cycles"]
+    )  # narrow rows: every exponential
     # the JSON cycles are rounded to whole cycles (1e-5 ms at 100 MHz), the latency from the unrounded sum
     assert est["latency_ms"]["max"] == pytest.approx(c["max"] / (est["clock_mhz"] * 1e3), abs=1e-5)
