@@ -9,6 +9,7 @@ elements, λ = 16 int8 lanes on MVE)::
 
     call         = 1
     rows         = R                  per-row max, reciprocal (one_over_one_plus_x), set-up
+    max_rows     = R when S > 1       rows whose max loop runs (its set-up: vectorised on MVE)
     elements     = R·S                the three passes' loop trips, the diff_min test, the -128 stores
     exp_elements = the elements with diff >= diff_min whose scaled input is not 0 (the golden run's
                    counts, kernels_py.softmax.softmax_s8_exp_counts, params ``exp_elements`` minus
@@ -65,6 +66,7 @@ def _features(p: Params, tier: str) -> Features:
     return {
         "call": 1.0,
         "rows": float(rows),
+        "max_rows": float(rows if size > 1 else 0),
         "elements": float(rows * size),
         "exp_elements": float(exp_elements(p) - exp_zero(p)),
         "exp_zero": float(exp_zero(p)),
