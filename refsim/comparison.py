@@ -37,6 +37,9 @@ class Side:
     ram: list[dict] = field(default_factory=list)
     flash: list[dict] = field(default_factory=list)
     memory_note: str = ""
+    #: refsim.runtime.estimate's basis: "shape only" when data-dependent rows (softmax) are priced
+    #: at their bound (compare runs no inputs), "shape" when no row's work depends on the values.
+    estimate_basis: str = "shape"
 
     def to_json(self) -> dict:
         return {
@@ -45,6 +48,7 @@ class Side:
             "latency_ms": self.latency_ms,
             "cycles_total": self.cycles_total,
             "estimate_complete": self.estimate_complete,
+            "estimate_basis": self.estimate_basis,
             "library": self.library,
             "ram_bytes": self.ram_bytes,
             "flash_bytes": self.flash_bytes,
@@ -130,6 +134,7 @@ def summarize(
                 "macs": r.cost.macs,
                 "cycles": round(r.cost.cycles) if r.estimated else None,
                 "cmsis_nn": r.variant.startswith("arm_"),
+                **({"basis": r.basis} if r.basis else {}),
             }
         )
     ram, flash, ram_lines, flash_lines, note = _memory(program, path, cpu)
@@ -152,6 +157,7 @@ def summarize(
         ram=ram_lines,
         flash=flash_lines,
         memory_note=note,
+        estimate_basis=est.basis,
     )
 
 

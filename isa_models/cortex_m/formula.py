@@ -42,6 +42,10 @@ class Formula(NamedTuple):
     #: The features depend on the core's architecture, not only its tier, because the code the
     #: kernel links differs (newlib's ARMv6-M memcpy): the feature functions take ``arch=``.
     by_arch: bool = False
+    #: Params that count work the call's *values* decide (softmax's exponentials), which the
+    #: golden run reports (refsim.ops.data_work): given, the features price them; absent, the
+    #: features take the shape-only bound and an estimate says it is shape-only.
+    data: tuple[str, ...] = ()
 
     def features_for(self, library: str | None, core: str | None = None) -> Callable[[Params, str], Features]:
         """The feature function for ``library`` (None or a library without its own: CMSIS-NN's)

@@ -161,6 +161,12 @@ def formula_for(function: str, key: str) -> Formula:
     return formula if formula is not None else __getattr__("FORMULAS")[key]
 
 
+def data_params(function: str, params: Params, tier: str) -> tuple[str, ...]:
+    """The params of a call of ``function`` that count work its values decide
+    (:attr:`Formula.data`: softmax's ``exp_elements``); () when the shape decides it all."""
+    return formula_for(function, route(function, params, tier)).data
+
+
 class Call(NamedTuple):
     """A routed call: the public function, the formula key it runs, its features and MACs."""
 
@@ -255,6 +261,7 @@ __all__ = [
     "ROUTES",
     "Call",
     "CostModelError",
+    "data_params",
     "derived_routes",
     "describe_call",
     "estimate_call",

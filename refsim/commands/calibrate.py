@@ -141,7 +141,7 @@ def make_case(function: str, shape: Mapping[str, int], rng: np.random.Generator)
     spec = batch.FUNCTIONS[function]
     merged = {**DEFAULTS, **shape}
     if function == "arm_softmax_s8":  # beta 1, input scale 1/16 (kernels_py.softmax.softmax_params)
-        merged.update(SOFTMAX_DEFAULTS)
+        merged = {**DEFAULTS, **SOFTMAX_DEFAULTS, **shape}  # a shape may set its own diff_min
     params = {}
     for name in spec.params:
         if name not in merged:
@@ -160,6 +160,21 @@ def make_case(function: str, shape: Mapping[str, int], rng: np.random.Generator)
         else:
             arrays[array.name] = rng.integers(-1000, 1000, count, dtype=np.int32)
     return batch.Case(function, params, arrays, "default")
+
+
+def feature_params(function: str, shape: Mapping[str, int], case) -> dict[str, int]:
+    """The params a sweep shape's features are computed from: the shape, plus the counts of its
+    data-dependent work on the case's own data (refsim.ops.data_work: softmax's exponentials),
+    as the golden kernels count them. Shapes of functions whose work the shape decides: as given."""
+    from refsim.ops.data_work import call_counts
+
+    return {**shape, **call_counts(function, case.params, case.arrays)}
+
+
+def sweep_case(function: str, shape: Mapping[str, int], seed: int = 0):
+    """The harness case of a sweep shape, its data drawn from a generator seeded by the shape
+    itself, so a case (and its data-dependent counts) does not depend on the other shapes swept."""
+    return make_case(function, shape, np.random.default_rng([seed, _shape_seed(function, shape)]))
 
 
 def _case_bytes(case) -> int:
@@ -225,7 +240,13 @@ def sweep_calls(
             chosen.setdefault(key, []).append((function, shape))
     rows = []
     for key, calls in chosen.items():
-        features = [formulas.FORMULAS[key].features_for(library, core)(shape, tier) for _f, shape in calls]
+        formula = formulas.FORMULAS[key]
+        features = [
+            formula.features_for(library, core)(
+                feature_params(function, shape, sweep_case(function, shape)) if formula.data else shape, tier
+            )
+            for function, shape in calls
+        ]
         held: set[int] = set()
         want = len(calls) // HELD_OUT_EVERY
         for i in [*range(HELD_OUT_EVERY - 1, len(calls), HELD_OUT_EVERY), *range(len(calls))]:
@@ -372,10 +393,7 @@ def calibrate_core(
         raise RefsimError(f"calibrate: no sweep shapes match {', '.join(only or [])}")
     # One generator per shape (seeded by the shape itself): a case's data, and so its data-dependent
     # counts (rounding and saturation branches), do not depend on which other shapes are swept.
-    cases = [
-        make_case(function, shape, np.random.default_rng([seed, _shape_seed(function, shape)]))
-        for function, _key, shape, _held in rows
-    ]
+    cases = [sweep_case(function, shape, seed) for function, _key, shape, _held in rows]
     measured: list[tuple[int, int]] = [(0, 0)] * len(cases)
     for group in _batches(cases):
         for i, m in zip(group, measure([cases[i] for i in group]), strict=True):
@@ -384,12 +402,14 @@ def calibrate_core(
         calibration.Measurement(
             key=key,
             shape={"function": function, **shape},
-            features=formulas.FORMULAS[key].features_for(library, model.name)(shape, model.tier),
+            features=formulas.FORMULAS[key].features_for(library, model.name)(
+                feature_params(function, shape, case), model.tier
+            ),
             instructions=ins,
             cycles=cyc,
             held_out=held,
         )
-        for (function, key, shape, held), (ins, cyc) in zip(rows, measured, strict=True)
+        for (function, key, shape, held), case, (ins, cyc) in zip(rows, cases, measured, strict=True)
     ]
     prov = provenance(library, kernels_dir, qcore, source, argv, mcpu=model.gcc_mcpu, profile=profile)
     return calibration.build_document(library, model.name, model.tier, prov, measurements)
@@ -416,7 +436,9 @@ def refit_document(document: Mapping[str, Any]) -> dict:
             if function in measured_functions:  # a function the library lacks is not measured at all
                 missing.append(f"{function} {dict(shape)}")
             continue
-        features = formulas.FORMULAS[key].features_for(library, core)(shape, tier)
+        formula = formulas.FORMULAS[key]
+        params = feature_params(function, shape, sweep_case(function, shape)) if formula.data else shape
+        features = formula.features_for(library, core)(params, tier)
         measurements.append(
             calibration.Measurement(key, {"function": function, **shape}, features, *found, held_out=held)
         )

@@ -85,6 +85,11 @@ def _print(report: dict) -> None:
             console.print(f"{name}: some rows have no estimate: its latency is a lower bound")
         if side.get("memory_note"):
             console.print(f"{name}: {side['memory_note']}")
+        if side.get("estimate_basis") == "shape only":
+            console.print(
+                f"{name}: shape-only estimate: data-dependent rows (softmax) at their bound; "
+                "refsim run --estimate-cycles prices a run's own inputs"
+            )
     layers = Table(title="layers (matched by CMSIS-NN family and MACs)")
     for col in ("A op", "A function", "A cycles", "B op", "B function", "B cycles", "MACs", "B vs A"):
         layers.add_column(col, justify="right" if "cycles" in col or col in ("MACs", "B vs A") else "left")

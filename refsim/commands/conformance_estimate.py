@@ -3,8 +3,10 @@ user's vectors, beside instruction-timed measurements of the same cases when QEM
 
 JSON (``--json``): ``{"format": "refsim-estimates", "version": 1, "core", "library", "system",
 "records": [{"case": "<function>/<id>", "function", "variant", "macs", "instructions", "cycles",
-"measured_instructions", "measured_cycles", "cycles_error"}]}``; the measured fields are null
-when QEMU did not run (toolchain missing, or a function the harness lacks).
+"measured_instructions", "measured_cycles", "cycles_error", "data"}]}``; the measured fields are null
+when QEMU did not run (toolchain missing, or a function the harness lacks). A function whose work
+depends on the values (softmax's exponentials, refsim.ops.data_work) is priced on the case's own
+arrays, as the golden kernel counts them; ``data`` holds those counts (null for the others).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def estimate_vectors(
     from isa_models.cortex_m.formulas import CostModelError, estimate_call, route
     from isa_models.errors import IsaModelError
     from refsim.conformance import vectors as vec
+    from refsim.ops.data_work import call_counts
 
     try:
         model = get_core_model(cpu)
@@ -75,6 +78,11 @@ def estimate_vectors(
         if case.function == "arm_relu6_s8" or case.function == "refsim_lut_s8":
             params.setdefault("size", int(case.arrays["input"].size))
         try:
+            counts = call_counts(case.function, case.params, case.arrays)
+        except (KeyError, ValueError) as exc:
+            raise VectorError(f"{case.label}: {exc}") from None
+        params.update(counts)
+        try:
             cost = estimate_call(case.function, params, model.name, calibrations=calibrations)
             variant = route(case.function, params, model.tier)
         except (CostModelError, CalibrationError, KeyError) as exc:
@@ -88,6 +96,7 @@ def estimate_vectors(
                 "instructions": round(cost.instructions), "cycles": round(cost.cycles),
                 "measured_instructions": mi, "measured_cycles": mc,
                 "cycles_error": round(cost.cycles / mc - 1, 5) if mc else None,
+                "data": counts or None,
             }
         )  # fmt: skip
     table = Table("case", "variant", "MACs", "instr (model)", "cycles (model)", "cycles (timed)", "error",

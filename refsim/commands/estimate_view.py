@@ -34,6 +34,15 @@ def print_estimate(console, est: Estimate, memory: dict, estimate_ms: float) -> 
         table.add_row(index, _short(r.name), r.variant + (f" ({r.note})" if r.note else ""),
                       f"{r.cost.macs:,}" if r.cost.macs else "-", cycles, share, per_mac)  # fmt: skip
     console.print(table)
+    basis = getattr(est, "basis", "")
+    if basis == "shape only":
+        console.print(
+            "shape-only estimate: data-dependent rows are priced at their bound (no values: refsim run "
+            "prices its own inputs)",
+            highlight=False,
+        )
+    elif basis == "run inputs":
+        console.print("data-dependent rows priced on this run's inputs", highlight=False)
     macs = sum(r.cost.macs for r in est.rows if r.index is not None)
     bound = "" if est.complete else " (lower bound: some ops have no estimate)"
     arenas = ", ".join(f"{v:,}" for v in memory["arena_bytes"].values()) or "0"

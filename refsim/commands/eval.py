@@ -11,7 +11,11 @@ chunks of ``--batch``. What is reported, all of it in ``--json``:
 - against ``--reference`` float outputs (``output0``, ... with the sample axis; e.g. the float
   model's): top-1 agreement and the SNR of the dequantized output, ``10·log10(Σ ref² / Σ (ref - deq)²)``
   over all samples;
-- throughput: samples per second and ms per inference (wall time of the batched runs).
+- throughput: samples per second and ms per inference (wall time of the batched runs);
+- with ``--estimate-cycles`` (``--cpu``/``--system``/``--clock-mhz`` as for ``refsim run``): the
+  device latency over the data set, min / median / max: each sample's data-dependent calls
+  (softmax's exponentials, refsim.ops.data_work) priced on the values that sample gives them,
+  the rest of the estimate shared (a program without data-dependent work has one latency).
 
 The prediction of a sample is the argmax of its ``output0`` (flattened), ties to the lowest
 index. Any malformed file, a shape or length mismatch, is one line and exit status 2.
@@ -62,12 +66,27 @@ def eval_command(
     ] = None,
     method_name: Annotated[str, typer.Option("--method", help="Method to run.")] = "forward",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no tables.")] = False,
+    estimate_cycles: Annotated[
+        bool,
+        typer.Option(
+            "--estimate-cycles", help="Device latency per sample (min / median / max) from the cost model."
+        ),
+    ] = False,
+    cpu: Annotated[
+        str | None, typer.Option("--cpu", help="Core for the estimate (cortex-m0plus ... m85).")
+    ] = None,
+    system: Annotated[
+        str | None, typer.Option("--system", help="System preset for the estimate (clock, memories).")
+    ] = None,
+    clock_mhz: Annotated[float | None, typer.Option("--clock-mhz", help="Clock for the latency.")] = None,
 ) -> None:
     """Run MODEL over every sample of a data set and report accuracy, agreement and throughput."""
     from refsim.runtime import Program, TensorRef
 
     if plot is not None and labels is None:
         raise RefsimError("--plot draws the confusion matrix: it needs --labels")
+    if not estimate_cycles and (cpu or system or clock_mhz is not None):
+        raise RefsimError("--cpu, --system and --clock-mhz need --estimate-cycles")
     program = Program.load(model)
     method = program.method(method_name)
     data = _load_npz(inputs, "--inputs")
@@ -113,6 +132,8 @@ def eval_command(
         report.update(_classification(truth, predicted, scores.shape[1]))
     if ref is not None:
         report.update(_against_reference(program, method_name, outs[0], ref, predicted))
+    if estimate_cycles:
+        report["estimate"] = _latency_distribution(program, method, arrays, count, cpu, system, clock_mhz)
     if outputs is not None:
         try:
             np.savez(outputs, **{f"output{k}": o for k, o in enumerate(outs)})
@@ -131,6 +152,9 @@ def eval_command(
             line += f", accuracy {report['accuracy']:.4f}"
         if "agreement" in report:
             line += f", agreement {report['agreement']:.4f}, SNR {report['snr_db']:.2f} dB"
+        if "estimate" in report:
+            ms = report["estimate"]["latency_ms"]
+            line += f", device latency {ms['min']:.4f} / {ms['median']:.4f} / {ms['max']:.4f} ms (min / median / max)"
         print(line)
 
 
@@ -291,6 +315,37 @@ def _against_reference(program, method_name: str, out: np.ndarray, ref: np.ndarr
     }
 
 
+def _latency_distribution(program, method, arrays, count: int, cpu, system, clock_mhz) -> dict[str, Any]:
+    """The estimate once (shape only), then per sample its data-dependent rows repriced on the
+    counts that sample's run reports (one more run per sample, with a counting trace); a
+    program whose work the shapes decide has the one latency."""
+    from refsim.ops.data_work import CountingTrace, data_dependent
+    from refsim.runtime.estimate import BASIS_DATA, estimate_method, report_fields, reprice
+
+    base = estimate_method(program, method, cpu=cpu, system=system, clock_mhz=clock_mhz)
+    fields = report_fields(base)
+    if any(c is not None and data_dependent(c.op.name) for c in method.calls):
+        cycles = []
+        for i in range(count):
+            trace = CountingTrace()
+            method.execute([a[i] if isinstance(a, np.ndarray) else a for a in arrays], trace=trace)
+            cycles.append(reprice(base, method, trace.counts))
+        basis = BASIS_DATA
+    else:
+        cycles, basis = [base.total.cycles] * count, fields["estimate_basis"]
+    per_ms = 1.0 / (base.target.clock_mhz * 1e3)
+    spread = np.asarray(cycles, np.float64)
+    stats = {k: float(f(spread)) for k, f in (("min", np.min), ("median", np.median), ("max", np.max))}
+    return {
+        **{k: fields[k] for k in ("cpu", "isa", "clock_mhz", "system", "library", "estimate_complete")},
+        "estimate_basis": basis,
+        "samples": count,
+        "cycles": {k: round(v) for k, v in stats.items()},
+        "latency_ms": {k: round(v * per_ms, 6) for k, v in stats.items()},
+        "shape_only_cycles": base.cycles_total,
+    }
+
+
 # --- presentation --------------------------------------------------------------------------------------
 
 
@@ -344,6 +399,16 @@ def _print_report(report: dict) -> None:
         fmt(report.get("snr_db"), ".2f"),
     )
     console.print(summary)
+    est = report.get("estimate")
+    if est is not None:
+        ms = est["latency_ms"]
+        bound = "" if est["estimate_complete"] else " (lower bound: some ops have no estimate)"
+        console.print(
+            f"device latency on {est['cpu']} at {est['clock_mhz']:g} MHz ({est['library']}, {est['estimate_basis']}): "
+            f"min {ms['min']:.4f} / median {ms['median']:.4f} / max {ms['max']:.4f} ms over {est['samples']} "
+            f"samples{bound}; shape-only bound {est['shape_only_cycles']:,} cycles",
+            highlight=False,
+        )
     if "confusion_matrix" not in report:
         return
     confusion = report["confusion_matrix"]

@@ -53,6 +53,14 @@ def run(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="With --estimate-cycles: per-op cycle bar chart (PNG).")
     ] = None,
+    shape_only: Annotated[
+        bool,
+        typer.Option(
+            "--shape-only",
+            help="With --estimate-cycles: price data-dependent calls (softmax) at their shape-only bound, "
+            "not on this run's values.",
+        ),
+    ] = False,
     strict: Annotated[
         bool,
         typer.Option("--strict", help="Refuse (exit 2) a program whose device result departs from its ops."),
@@ -72,15 +80,15 @@ def run(
 
     if isa is not None and isa not in ISAS:
         raise RefsimError(f"--isa must be one of {', '.join(ISAS)}, got {isa!r}")
-    if not estimate_cycles and (cpu or system or clock_mhz is not None or plot):
-        raise RefsimError("--cpu, --system, --clock-mhz and --plot need --estimate-cycles")
+    if not estimate_cycles and (cpu or system or clock_mhz is not None or plot or shape_only):
+        raise RefsimError("--cpu, --system, --clock-mhz, --plot and --shape-only need --estimate-cycles")
     program = Program.load(model)  # a .tflite is lowered into the same program (refsim/tflite/lower.py)
     method = program.method(method_name)
     estimate = None
+    counting = None  # the data-dependent counts of this run's calls, for a Cortex-M estimate
+    estimate_ms = estimate_cpu_ms = 0.0
     if estimate_cycles:
         t_est, cpu_est = time.perf_counter(), time.process_time()  # the estimate's imports included
-        from refsim.runtime.estimate import estimate_method
-
         if cpu and cpu.lower().startswith("ethos-u"):  # the NPU + its host core (isa_models.ethos_u.program)
             from isa_models.ethos_u.program import estimate_method as estimate_ethos_u
             from refsim.ops.cost import cost_hook
@@ -88,11 +96,15 @@ def run(
             estimate = estimate_ethos_u(
                 method, cost_hook, cpu, system=system, clock_mhz=clock_mhz, runtime=program.runtime
             )
-        else:
-            estimate = estimate_method(program, method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz)
+            isa = estimate.target.isa
+        else:  # priced after the run, on the values its calls saw (refsim.ops.data_work)
+            from refsim.ops.data_work import CountingTrace
+            from refsim.runtime.estimate import resolve_target
+
+            isa = resolve_target(method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz).isa
+            counting = CountingTrace()
         estimate_ms = (time.perf_counter() - t_est) * 1e3
         estimate_cpu_ms = (time.process_time() - cpu_est) * 1e3
-        isa = estimate.target.isa
     if isa is None:
         from refsim.runtime.tier import exported_tier  # no isa_models: a plain run skips the cost model
 
@@ -113,11 +125,22 @@ def run(
             timings[pc] = timings.get(pc, 0.0) + time.perf_counter() - started[pc]
 
     # One untimed run first: numba loads each kernel's cached machine code on its first call,
-    # which would otherwise dominate the per-op times. Execution is deterministic.
-    method.execute(values)
+    # which would otherwise dominate the per-op times. Execution is deterministic, so the counts
+    # of data-dependent work the estimate needs are taken on this run.
+    method.execute(values, trace=None if shape_only else counting)
     t0 = time.perf_counter()
     results = method.execute(values, trace=trace)
     wall = time.perf_counter() - t0
+    if counting is not None:
+        from refsim.runtime.estimate import estimate_method
+
+        t_est, cpu_est = time.perf_counter(), time.process_time()
+        estimate = estimate_method(
+            program, method, isa=isa, cpu=cpu, system=system, clock_mhz=clock_mhz,
+            counts=None if shape_only else counting.counts,
+        )  # fmt: skip
+        estimate_ms += (time.perf_counter() - t_est) * 1e3
+        estimate_cpu_ms += (time.process_time() - cpu_est) * 1e3
 
     ops = method_ops(method, isa)
     by_index = {r.index: r for r in estimate.rows if r.index is not None} if estimate else {}
@@ -154,7 +177,8 @@ def run(
         report["estimate_cpu_ms"] = round(estimate_cpu_ms, 3)
         report["estimate_rows"] = [
             {"index": r.index, "name": r.name, "variant": r.variant, "macs": r.cost.macs,
-             "cycles": round(r.cost.cycles) if r.estimated else None, "note": r.note}
+             "cycles": round(r.cost.cycles) if r.estimated else None, "note": r.note,
+             "basis": getattr(r, "basis", "") or None}
             for r in estimate.rows
         ]  # fmt: skip
     arrays = {}

@@ -9,6 +9,11 @@ it from the core's calibration; each call adds ExecuTorch's dispatch cost
 the application's float→int8 input and int8→float output steps. An op the model cannot price
 is a row marked "no estimate" and the total says it is a lower bound, never a silent 0.
 
+Data-dependent work (softmax's exponentials: refsim.ops.data_work) is priced on the values a
+run saw when ``counts`` (instruction → counts, from a ``CountingTrace`` over the run) are given;
+without them such a row is priced at its shape-only bound and marked so (``Row.basis``), and the
+estimate says it is shape-only (:attr:`Estimate.basis`).
+
 Target resolution (:func:`resolve_target`): ``--cpu`` names the core, ``--isa`` the tier (its
 default core: scalar cortex-m3, dsp cortex-m4, mve cortex-m55), ``--system`` a preset (its core,
 clock and memories); without any, the tier the file shows it was exported for: a linear with
@@ -18,6 +23,7 @@ clock and memories); without any, the tier the file shows it was exported for: a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from isa_models.cost import Cost
@@ -29,6 +35,8 @@ if TYPE_CHECKING:
     from isa_models.cortex_m.calibration import CalibrationSet
 
 DEFAULT_CPU = {"scalar": "cortex-m3", "dsp": "cortex-m4", "mve": "cortex-m55"}
+#: :attr:`Estimate.basis` values.
+BASIS_SHAPE_ONLY, BASIS_DATA, BASIS_SHAPE = "shape only", "run inputs", "shape"
 TIER_ORDER = ("scalar", "dsp", "mve")
 
 
@@ -88,6 +96,9 @@ class Row(NamedTuple):
     variant: str
     cost: Cost
     note: str = ""
+    #: "" (the shape decides the work), "data" (data-dependent work priced on the run's values) or
+    #: "shape" (data-dependent work priced at its shape-only bound: no values given).
+    basis: str = ""
 
     @property
     def estimated(self) -> bool:
@@ -106,6 +117,8 @@ class Estimate:
         self.rows: list[Row] = []
         self.dispatch = Cost()
         self.calls = 0
+        self.calibrations: CalibrationSet | None = None  # what the rows were priced with
+        self.counts: Mapping[int, Mapping[str, int]] | None = None  # the run's counts, if priced on them
 
     def __repr__(self) -> str:
         return f"Estimate({self.target!r}, {self.library!r}, rows={len(self.rows)}, calls={self.calls})"
@@ -125,6 +138,16 @@ class Estimate:
     @property
     def latency_ms(self) -> float:
         return self.cycles_total / (self.target.clock_mhz * 1e3)
+
+    @property
+    def basis(self) -> str:
+        """``shape only`` when a data-dependent row was priced without values (its bound),
+        ``run inputs`` when every data-dependent row was priced on the run's values, ``shape``
+        when no row's work depends on the values (the shape decides it all)."""
+        kinds = {r.basis for r in self.rows}
+        if "shape" in kinds:
+            return BASIS_SHAPE_ONLY
+        return BASIS_DATA if "data" in kinds else BASIS_SHAPE
 
 
 def _variant(works, tier: str) -> str:
@@ -175,10 +198,13 @@ def estimate_method(
     clock_mhz: float | None = None,
     library: str | None = None,
     foreign_exports: bool = False,
+    counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> Estimate:
     """Estimate ``method`` (see the module docstring). ``foreign_exports``: cost an op exported
     for another tier (an MVE linear on a DSP core) as the same CMSIS-NN call on this tier
-    instead of refusing it; for benchmarks only, the device could not run that file."""
+    instead of refusing it; for benchmarks only, the device could not run that file.
+    ``counts``: per instruction, the data-dependent counts a run saw
+    (``refsim.ops.data_work.CountingTrace.counts``); None: a shape-only estimate."""
     from isa_models.cortex_m.calibration import CalibrationError, CalibrationSet
     from refsim.ops.cost import FOREIGN_EXPORTS
 
@@ -192,12 +218,14 @@ def estimate_method(
     except CalibrationError as exc:
         raise EstimateError(str(exc)) from None
     est = Estimate(target, calibrations.chosen.library, _profile(calibrations.chosen) + fallback_note)
+    est.calibrations = calibrations
+    est.counts = counts
     token = FOREIGN_EXPORTS.set(foreign_exports)
     try:
         if tflm:
-            _estimate_tflm_ops(est, program, method, target, calibrations)
+            _estimate_tflm_ops(est, program, method, target, calibrations, counts)
         else:
-            _estimate_calls(est, method, target, calibrations)
+            _estimate_calls(est, method, target, calibrations, counts=counts)
     finally:
         FOREIGN_EXPORTS.reset(token)
     est.rows.extend(_io_rows(program, method, target, calibrations))
@@ -247,7 +275,12 @@ def _profile(calibration) -> str:
 
 
 def _estimate_tflm_ops(
-    est: Estimate, program: Program, method: Method, target: Target, calibrations: CalibrationSet
+    est: Estimate,
+    program: Program,
+    method: Method,
+    target: Target,
+    calibrations: CalibrationSet,
+    counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> None:
     """A .tflite's rows, one per TFLM operator: its CMSIS-NN calls priced with the calibration,
     plus its TFLM kernel's own work (isa_models.cortex_m.tflm_dispatch), measured as the op's
@@ -265,7 +298,7 @@ def _estimate_tflm_ops(
             continue
         origin = origins[call.instruction]
         one = Estimate(est.target, est.library)
-        _estimate_calls(one, _OneCall(call), target, calibrations, kernel_only=True)
+        _estimate_calls(one, _OneCall(call), target, calibrations, kernel_only=True, counts=counts)
         row = one.rows[0]
         if origin.index not in rows:
             tensor = graph.tensors[graph.operators[origin.index].outputs[0]]
@@ -281,11 +314,12 @@ def _estimate_tflm_ops(
                     x for x in (note, f"TFLM's {origin.name} kernel not measured on {target.cpu}") if x
                 )
             rows[origin.index] = Row(call.instruction, f"{origin.name} ({_short_op(call.op.name)})", row.variant,
-                                     row.cost + kernel, note)  # fmt: skip
+                                     row.cost + kernel, note, row.basis)  # fmt: skip
             est.calls += 1
         else:
             first = rows[origin.index]
-            rows[origin.index] = first._replace(cost=first.cost + row.cost)
+            basis = "shape" if "shape" in (first.basis, row.basis) else (first.basis or row.basis)
+            rows[origin.index] = first._replace(cost=first.cost + row.cost, basis=basis)
     est.rows.extend(rows.values())
 
 
@@ -300,8 +334,38 @@ class _OneCall:
         self.calls = [call]
 
 
+def _with_counts(works: list, tier: str, found: Mapping[str, int] | None) -> tuple[list, str, str]:
+    """``works`` with the run's data-dependent counts in the params of the calls whose formula
+    takes them; the row's basis ("", "data", "shape") and what to say about it."""
+    from isa_models.cortex_m.formulas import data_params
+    from isa_models.cortex_m.program import KernelWork
+
+    basis, notes, out = "", [], []
+    for w in works:
+        keys = data_params(w.function, w.params, tier) if isinstance(w, KernelWork) else ()
+        if not keys:
+            out.append(w)
+            continue
+        given = {k: int(found[k]) for k in keys if found is not None and k in found}
+        if len(given) == len(keys):
+            out.append(w._replace(params={**w.params, **given}))
+            basis = basis if basis == "shape" else "data"
+            notes.append("data-dependent, this run: " + ", ".join(f"{k} {v:,}" for k, v in given.items()))
+        else:
+            out.append(w)
+            basis = "shape"
+            notes.append("data-dependent, shape-only bound: every " + ", ".join(keys))
+    return out, basis, "; ".join(notes)
+
+
 def _estimate_calls(
-    est: Estimate, method: Method, target: Target, calibrations: CalibrationSet, *, kernel_only: bool = False
+    est: Estimate,
+    method: Method,
+    target: Target,
+    calibrations: CalibrationSet,
+    *,
+    kernel_only: bool = False,
+    counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> None:
     from isa_models.cortex_m.calibration import CalibrationError
     from isa_models.cortex_m.formulas import CostModelError
@@ -318,9 +382,13 @@ def _estimate_calls(
             works = cost_hook(op)(call.args, target.isa)
             if kernel_only:  # TFLM: the rest of the op is its measured kernel work
                 works = [w for w in works if isinstance(w, KernelWork)]
+            works, basis, data_note = _with_counts(
+                works, target.isa, None if counts is None else counts.get(call.instruction)
+            )
             cost = cost_of(works, target.cpu, system=target.system, calibrations=calibrations)
             variant = _variant(works, target.isa)
             notes = [getattr(w, "reason", "") for w in works if getattr(w, "reason", "")]
+            notes += [data_note] if data_note else []
             notes += [
                 src.split(" (", 1)[1].rstrip(")") + ": " + src.split("/", 1)[0] + " fit"
                 for src in cost.sources
@@ -331,7 +399,7 @@ def _estimate_calls(
             raise EstimateError(str(exc)) from None
         except (CostModelError, CalibrationError, IsaModelError) as exc:
             raise EstimateError(f"{op.name} (instruction {call.instruction}): {exc}") from None
-        est.rows.append(Row(call.instruction, op.name, variant, cost, note))
+        est.rows.append(Row(call.instruction, op.name, variant, cost, note, basis))
         lists = [v for v in call.args._values if isinstance(v, tuple)]
         est.dispatch = est.dispatch + dispatch_cost(
             len(call.args._values),
@@ -358,11 +426,47 @@ def report_fields(est: Estimate) -> dict:
         "cycles_total": est.cycles_total,
         "latency_ms": round(est.latency_ms, 6),
         "estimate_complete": est.complete,
+        "estimate_basis": getattr(est, "basis", BASIS_SHAPE),
     }
+
+
+def reprice(est: Estimate, method: Method, counts: Mapping[int, Mapping[str, int]]) -> float:
+    """The cycles of ``est`` (made by :func:`estimate_method` for ``method``) with its
+    data-dependent rows priced on ``counts`` instead; the other rows as they are. What
+    ``refsim eval`` computes per sample: only the rows whose work the values decide change."""
+    from isa_models.cortex_m.program import cost_of
+    from refsim.ops.cost import cost_hook
+
+    target, calibrations = est.target, est.calibrations
+    calls = {c.instruction: c for c in method.calls if c is not None}
+    total = est.total.cycles
+    for r in est.rows:
+        if not r.basis or r.index is None:
+            continue
+        call = calls[r.index]
+        works, _, _ = _with_counts(cost_hook(call.op)(call.args, target.isa), target.isa, counts.get(r.index))
+        old, _, _ = _with_counts(
+            cost_hook(call.op)(call.args, target.isa), target.isa, (est.counts or {}).get(r.index)
+        )
+        total += cost_of(works, target.cpu, system=target.system, calibrations=calibrations).cycles
+        total -= cost_of(old, target.cpu, system=target.system, calibrations=calibrations).cycles
+    return total
 
 
 def op_cycles(est: Estimate) -> dict[int, Row]:
     return {r.index: r for r in est.rows if r.index is not None}
 
 
-__all__ = ["Estimate", "EstimateError", "Row", "Target", "estimate_method", "exported_tier", "resolve_target"]
+__all__ = [
+    "BASIS_DATA",
+    "BASIS_SHAPE",
+    "BASIS_SHAPE_ONLY",
+    "Estimate",
+    "EstimateError",
+    "Row",
+    "Target",
+    "estimate_method",
+    "exported_tier",
+    "reprice",
+    "resolve_target",
+]

@@ -15,7 +15,12 @@ from refsim.qemu import missing_toolchain
 def vectors(tmp_path_factory):
     directory = tmp_path_factory.mktemp("vectors")
     args = ["conformance", "--export-vectors", str(directory), "--cases", "2", "--seed", "3"]
-    for kernel in ("arm_fully_connected_s8", "arm_convolve_wrapper_s8", "arm_elementwise_add_s8"):
+    for kernel in (
+        "arm_fully_connected_s8",
+        "arm_convolve_wrapper_s8",
+        "arm_elementwise_add_s8",
+        "arm_softmax_s8",
+    ):
         args += ["--kernel", kernel]
     assert main(args) == 0
     return directory
@@ -32,9 +37,13 @@ def test_estimate_records_per_case(vectors, tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["format"] == "refsim-estimates" and doc["core"] == "cortex-m4"
     records = doc["records"]
-    assert len(records) == 6
+    assert len(records) == 8
     for r in records:
         assert r["case"].startswith(r["function"] + "/")
+        # softmax is priced on the exponentials its case's own input asks for (refsim.ops.data_work)
+        assert (r["data"] is not None) == (r["function"] == "arm_softmax_s8")
+        if r["data"] is not None:
+            assert 1 <= r["data"]["exp_elements"] <= r["macs"]
         assert isinstance(r["instructions"], int) and isinstance(r["cycles"], int) and r["cycles"] > 0
     if missing_toolchain() is None:
         assert all(isinstance(r["measured_cycles"], int) and r["measured_cycles"] > 0 for r in records)

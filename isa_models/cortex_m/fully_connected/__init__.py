@@ -117,6 +117,8 @@ def _bmm_cmsis_features(p: Params, tier: str) -> Features:
     groups, rows, c, k = _bmm_shape(p)
     lanes = BLOCKING[tier].reduce_lanes
     vsum = c * (ceil_div(k, lanes) if tier == "mve" else k // lanes)
+    if tier == "mve" and value(p, "fc_params.input_offset", 1) == 0:
+        vsum = 0  # arm_vector_sum_s8's early exit (lhs_offset 0): the buffer zeroed, no sums
     mat = _vec_mat_cmsis(tier, rows, c, k)
     return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows), "outputs": float(groups * rows * c),
             "vsum_rows": float(groups * c), "vsum_blocks": float(groups * vsum),
@@ -135,7 +137,7 @@ def _bmm_bytes(p: Params) -> tuple[int, int]:
     return lhs.n * lhs.h * lhs.w * lhs.c + rhs.n * rhs.h * rhs.w * rhs.c, groups * rows * c
 
 
-def _vsum_features_kernels_c(p: Params, tier: str) -> Features:
+def _vsum_features_kernels_c(p: Params, tier: str, arch: str | None = None) -> Features:
     rows, cols = value(p, "vector_rows"), value(p, "vector_cols")
     lanes = BLOCKING[tier].reduce_lanes
     blocks = rows * (ceil_div(cols, lanes) if tier == "mve" else cols // lanes)
@@ -143,13 +145,32 @@ def _vsum_features_kernels_c(p: Params, tier: str) -> Features:
     return {"call": 1.0, "outputs": float(rows), "blocks": float(blocks), "k_tail": float(tail)}
 
 
-def _vsum_features(p: Params, tier: str) -> Features:
-    """CMSIS-NN's arm_vector_sum_s8: kernels_c's features, and on MVE the rows five at a time
-    (one 16-column trip loads and sums five rows), then the ``rows mod 5`` rows one at a time,
-    each of their ⌈cols/16⌉ trips a whole loop pass for one row: tail_blocks = (rows mod 5)·⌈cols/16⌉."""
-    f = dict(_vsum_features_kernels_c(p, tier))
+def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
+    """CMSIS-NN's arm_vector_sum_s8: the bias copied first (``memcpy``/``memset`` of the rows'
+    int32: ``copied`` = rows), then, only when ``lhs_offset`` is not 0, kernels_c's features, and on
+    MVE the rows five at a time (one 16-column trip loads and sums five rows), then the
+    ``rows mod 5`` rows one at a time, each of their ⌈cols/16⌉ trips a whole loop pass for one row:
+    tail_blocks = (rows mod 5)·⌈cols/16⌉; ``offset_rows`` = rows when ``rhs_offset`` is not 0 too
+    (its ``cols · rhs_offset`` term per row). With ``lhs_offset`` 0 the call returns after the copy
+    (a sum times 0 adds nothing): the early exit ExecuTorch's per-tensor linear with input zero
+    point 0 takes. On ARMv6-M newlib's generic ``memcpy`` copies fewer than 16 bytes (3 rows or
+    fewer) in its byte loop: ``copy_bytes`` = 4·rows there, in place of ``copied`` and of the
+    word path's set-up (``copy_long`` = 1 for the longer copies)."""
+    rows = value(p, "vector_rows")
+    v6m = arch == "armv6-m"
+    short = v6m and 4 * rows < 16
+    f = {
+        "copied": float(0 if short else rows),
+        "copy_bytes": float(4 * rows if short else 0),
+        "copy_long": float(v6m and not short),
+        **_vsum_features_kernels_c(p, tier),
+    }
     if tier == "mve":
-        f["tail_blocks"] = float((value(p, "vector_rows") % 5) * ceil_div(value(p, "vector_cols"), 16))
+        f["tail_blocks"] = float((rows % 5) * ceil_div(value(p, "vector_cols"), 16))
+    summed = value(p, "lhs_offset", 1) != 0
+    f["offset_rows"] = float(rows if summed and value(p, "rhs_offset", 0) != 0 else 0)
+    if not summed:
+        f.update({k: 0.0 for k in f if k not in ("call", "copied", "copy_bytes", "copy_long")})
     return f
 
 
@@ -172,7 +193,7 @@ FORMULAS: dict[str, Formula] = {
                 "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_kernels_c_features),)),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
                 "kernel sums (ahead of time in ExecuTorch's MVE linear)",
-                library_features=(("kernels_c", _vsum_features_kernels_c),)),
+                library_features=(("kernels_c", _vsum_features_kernels_c),), by_arch=True),
     )
 }  # fmt: skip
 

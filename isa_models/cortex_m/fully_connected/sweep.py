@@ -42,6 +42,11 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     out += [("arm_vector_sum_s8", {"vector_rows": r, "vector_cols": c}) for r, c in (
         (12, 64), (128, 640), (16, 256), (64, 33), (10, 512), (128, 128), (45, 77), (8, 128),
     )]  # fmt: skip
+    # CMSIS-NN's early exit (lhs_offset 0: the bias copy only) and its rhs_offset term per row.
+    out += [("arm_vector_sum_s8", {"vector_rows": r, "vector_cols": c, "lhs_offset": lo, "rhs_offset": ro})
+            for r, c, lo, ro in ((30, 255, 0, 0), (8, 17, 0, 5), (128, 640, 0, 0), (3, 40, 0, 0), (64, 33, 0, -7),
+                                 (17, 100, 128, -47), (40, 16, -3, 60), (5, 300, 7, 1), (1, 50, 0, 0),
+                                 (2, 8, 0, 3))]  # fmt: skip
     return out
 
 
