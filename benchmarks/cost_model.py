@@ -309,7 +309,33 @@ def markdown(results: dict) -> str:
     out.append("| " + " | ".join(C_HEADER) + " |")
     out.append("|---" * len(C_HEADER) + "|")
     out.extend("| " + " | ".join(_cells_c(r)) + " |" for r in results["overhead"])
+    if results.get("random_cases"):
+        out.append("")
+        out.extend(_markdown_d(results["random_cases"], results.get("random_cases_before", {}).get("rows", [])))
     return "\n".join(out) + "\n"
+
+
+def _markdown_d(rows: list[dict], before: list[dict]) -> list[str]:
+    """(d) per core x function: cycles error median / p90 |err| / worst / share within ±15%, and
+    the same before the fixes of issue 18 where a baseline was saved. Bold: misses the target."""
+    was = {(r["core"], r["function"]): r for r in before}
+    met = sum(r["meets_target"] for r in rows)
+    out = [f"(d) random conformance cases (seed {RANDOM_SEED}, {RANDOM_CASES} per function) vs the real CMSIS-NN: "
+           f"cycle error median / p90 |err| / worst / share within ±15% ({met} of {len(rows)} rows meet median ±5%, "
+           "≥95% within ±15%, none beyond ±50%)\n", "| core | function / variant | cases | after | before |",
+           "|---|---|---|---|---|"]  # fmt: skip
+
+    def cell(r: dict | None) -> str:
+        if r is None:
+            return "–"
+        text = (f"{100 * r['cycles_median']:+.1f}% / {100 * r['cycles_p90_abs']:.1f}% / "
+                f"{100 * r['cycles_worst']:+.1f}% / {100 * r['cycles_within_15']:.0f}%")  # fmt: skip
+        return text if r["meets_target"] else f"**{text}**"
+
+    for r in rows:
+        out.append(f"| {r['core'].removeprefix('cortex-')} | {r['function']} | {r['cases']} | {cell(r)} | "
+                   f"{cell(was.get((r['core'], r['function'])))} |")  # fmt: skip
+    return out
 
 
 def _cells_c(r: dict) -> list[str]:

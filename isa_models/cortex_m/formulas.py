@@ -128,11 +128,19 @@ def __getattr__(name: str):
     return value
 
 
-def sweep(name: str) -> list[tuple[str, dict[str, int]]]:
+def sweep(name: str, library: str | None = None) -> list[tuple[str, dict[str, int]]]:
     """Family ``name``'s designed calibration sweep, (public function, params) per shape: its
     module ``isa_models.cortex_m.<name>.sweep``, apart from the formulas so an estimate never compiles
-    the shape tables (``refsim calibrate`` and the tests import it)."""
-    return importlib.import_module(f"isa_models.cortex_m.{name}.sweep").sweep()
+    the shape tables (``refsim calibrate`` and the tests import it). For a build of the real
+    CMSIS-NN (``library`` ``cmsis-nn``, ``cmsis-nn-tflm``) the module's ``cmsis_nn_sweep()``
+    shapes follow, appended last: the short, odd and single-pixel shapes that CMSIS-NN's
+    random-case tail called for (issue 18, benchmarks/cost_model.py (d)); kernels_c keeps the
+    sweep it was calibrated on."""
+    module = importlib.import_module(f"isa_models.cortex_m.{name}.sweep")
+    shapes = module.sweep()
+    if library is not None and library.startswith("cmsis-nn") and hasattr(module, "cmsis_nn_sweep"):
+        shapes += module.cmsis_nn_sweep()
+    return shapes
 
 
 def _router(function: str) -> ModuleType:

@@ -32,9 +32,14 @@ TARGET = 0.10
 #: TFLM's -O2 build of arm_transpose_s8 on the MVE cores (cmsis-nn-tflm, `refsim calibrate
 #: --profile tflm`), whose unit-vector loop the transpose features model as -Ofast compiles it;
 #: one held-out permutation ([1, 3, 0, 2], 2-byte rows) is 11.9% (m55) and 10.6% (m85) off.
+#: CMSIS-NN's arm_relu6_s8 on ARMv6-M (no IT blocks): each clamp is a branch, so the count
+#: depends on the values; the 2-element held-out shape of the short calls added for issue 18
+#: ran 26 instructions where its neighbours average 10 per element (12.8%; the features count
+#: shapes, the data-dependent work is issue 18's item 1).
 KNOWN_MISSES = {
     ("cmsis-nn-tflm", "cortex-m55", "arm_transpose_s8"): 0.12,
     ("cmsis-nn-tflm", "cortex-m85", "arm_transpose_s8"): 0.11,
+    ("cmsis-nn", "cortex-m0plus", "arm_relu6_s8"): 0.13,
 }
 
 

@@ -15,7 +15,12 @@ _SHORT = (1, 2, 3, 5, 7, 10, 14, 15, 16, 17, 19, 25, 28, 32, 33, 46, 54, 63)
 
 
 def sweep() -> list[tuple[str, dict[str, int]]]:
-    return [(fn, {"size": n}) for fn in FORMULAS for n in _SIZES + _SHORT]
+    return [(fn, {"size": n}) for fn in FORMULAS for n in _SIZES]
 
 
-__all__ = ["sweep"]
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`)."""
+    return [("arm_relu6_s8", {"size": n}) for n in _SHORT]
+
+
+__all__ = ["cmsis_nn_sweep", "sweep"]

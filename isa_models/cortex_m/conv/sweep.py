@@ -102,6 +102,13 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 7, 3, 32), (10, 4, 2), (1, 1)), ((1, 3, 4, 17), (24, 3, 4), (2, 2)), ((1, 5, 3, 64), (4, 2, 1), (2, 2)),
         ((1, 4, 7, 28), (8, 3, 3), (1, 2)), ((1, 2, 5, 96), (8, 3, 3), (2, 2)), ((1, 6, 5, 21), (5, 2, 2), (2, 2)),
     )]  # fmt: skip
+    return [(w, s) for s in general + fast + strided + one_x_n] + [
+        (t, s) for s in transposed + reverse + reverse_more
+    ]
+
+
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`)."""
     # issue 18: arm_transpose_conv_s8 called directly (the row-buffer route for every shape, as
     # `refsim conformance` calls it) with C_IN over 16 (MVE: several 16-lane passes per tap,
     # where the shapes above had one), unequal strides, batches and single pixels. One stride is 3
@@ -115,11 +122,7 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 3, 2, 7), (5, 3, 2), (1, 2)), ((2, 1, 3, 3), (4, 2, 2), (2, 1)), ((1, 2, 2, 64), (4, 2, 2), (3, 3)),
         ((1, 3, 3, 32), (6, 3, 3), (3, 3)),
     )]  # fmt: skip
-    return (
-        [(w, s) for s in general + fast + strided + one_x_n]
-        + [(t, s) for s in transposed + reverse + reverse_more]
-        + [("arm_transpose_conv_s8", s) for s in direct]
-    )
+    return [("arm_transpose_conv_s8", s) for s in direct]
 
 
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
@@ -210,4 +213,4 @@ def _transpose_shape(
     return p
 
 
-__all__ = ["MAX_DRAWN_MACS", "sweep"]
+__all__ = ["MAX_DRAWN_MACS", "cmsis_nn_sweep", "sweep"]

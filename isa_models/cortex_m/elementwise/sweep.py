@@ -16,9 +16,7 @@ _SHORT = (1, 2, 3, 4, 5, 6, 7, 9, 11, 14, 17, 23, 31, 46, 63, 90)
 
 def sweep() -> list[tuple[str, dict[str, int]]]:
     out = [
-        (fn, {"block_size": n})
-        for fn in ("arm_elementwise_add_s8", "arm_elementwise_mul_s8")
-        for n in _SIZES + _SHORT
+        (fn, {"block_size": n}) for fn in ("arm_elementwise_add_s8", "arm_elementwise_mul_s8") for n in _SIZES
     ]
     pairs = (
         ((1, 8, 8, 16), (1, 8, 8, 16)),
@@ -29,6 +27,22 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((2, 6, 6, 12), (2, 6, 6, 12)),
         ((1, 12, 12, 64), (1, 1, 1, 64)),
         ((1, 8, 16, 5), (1, 8, 16, 5)),
+    )
+    out += [(fn, minmax_params(a, b)) for fn in ("arm_maximum_s8", "arm_minimum_s8") for a, b in pairs]
+    return out
+
+
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`)."""
+    out = [
+        (fn, {"block_size": n}) for fn in ("arm_elementwise_add_s8", "arm_elementwise_mul_s8") for n in _SHORT
+    ]
+    # mul with a left output shift (GCC -Ofast's other loop version; the shapes above shift right)
+    out += [
+        ("arm_elementwise_mul_s8", {"block_size": n, "out_shift": 3})
+        for n in (1, 4, 7, 16, 37, 63, 256, 1000)
+    ]
+    walks = (
         # every level of CMSIS-NN's broadcast walk (arm_maximum_s8.c) with small blocks: one
         # input a single value; per batch equal blocks / a single-value block; per row; per pixel
         ((1, 1, 1, 1), (1, 3, 4, 5)),
@@ -60,8 +74,8 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 6, 5, 6), (1, 1, 1, 1)),
         ((3, 4, 5, 7), (1, 1, 1, 1)),
     )
-    out += [(fn, minmax_params(a, b)) for fn in ("arm_maximum_s8", "arm_minimum_s8") for a, b in pairs]
+    out += [(fn, minmax_params(a, b)) for fn in ("arm_maximum_s8", "arm_minimum_s8") for a, b in walks]
     return out
 
 
-__all__ = ["sweep"]
+__all__ = ["cmsis_nn_sweep", "sweep"]

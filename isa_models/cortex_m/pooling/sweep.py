@@ -26,8 +26,12 @@ _SHAPES = (
     ((1, 20, 20, 3), (4, 4), (4, 4)),
     ((1, 6, 10, 48), (3, 5), (1, 1), (1, 2)),
     ((1, 12, 6, 10), (2, 3), (2, 3)),
-    # issue 18: single pixels, one to three channels, batches, windows as large as the input,
-    # strides over the window, padded edges that leave one tap
+)
+
+
+#: issue 18: single pixels, one to three channels, batches, windows as large as the input,
+#: strides over the window, padded edges that leave one tap (CMSIS-NN builds only).
+_CMSIS_NN_SHAPES = (
     ((1, 1, 1, 1), (1, 1), (1, 1)),
     ((2, 3, 3, 2), (3, 3), (1, 1), (1, 1)),
     ((1, 5, 5, 3), (2, 2), (3, 3)),
@@ -47,4 +51,9 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     return [(fn, pool_params(*s)) for fn in FORMULAS for s in _SHAPES]
 
 
-__all__ = ["sweep"]
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`)."""
+    return [(fn, pool_params(*s)) for fn in FORMULAS for s in _CMSIS_NN_SHAPES]
+
+
+__all__ = ["cmsis_nn_sweep", "sweep"]
