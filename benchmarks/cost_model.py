@@ -311,7 +311,9 @@ def markdown(results: dict) -> str:
     out.extend("| " + " | ".join(_cells_c(r)) + " |" for r in results["overhead"])
     if results.get("random_cases"):
         out.append("")
-        out.extend(_markdown_d(results["random_cases"], results.get("random_cases_before", {}).get("rows", [])))
+        out.extend(
+            _markdown_d(results["random_cases"], results.get("random_cases_before", {}).get("rows", []))
+        )
     return "\n".join(out) + "\n"
 
 

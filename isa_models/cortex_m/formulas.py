@@ -131,14 +131,15 @@ def __getattr__(name: str):
 def sweep(name: str, library: str | None = None) -> list[tuple[str, dict[str, int]]]:
     """Family ``name``'s designed calibration sweep, (public function, params) per shape: its
     module ``isa_models.cortex_m.<name>.sweep``, apart from the formulas so an estimate never compiles
-    the shape tables (``refsim calibrate`` and the tests import it). For a build of the real
-    CMSIS-NN (``library`` ``cmsis-nn``, ``cmsis-nn-tflm``) the module's ``cmsis_nn_sweep()``
-    shapes follow, appended last: the short, odd and single-pixel shapes that CMSIS-NN's
-    random-case tail called for (issue 18, benchmarks/cost_model.py (d)); kernels_c keeps the
-    sweep it was calibrated on."""
+    the shape tables (``refsim calibrate`` and the tests import it). For the real CMSIS-NN as
+    its own CMake project builds it (``library`` ``cmsis-nn``, -Ofast) the module's
+    ``cmsis_nn_sweep()`` shapes follow, appended last: the short, odd and single-pixel shapes
+    that CMSIS-NN's random-case tail called for (issue 18, benchmarks/cost_model.py (d)), whose
+    features were read from that build. kernels_c and TFLM's -O2 build (``cmsis-nn-tflm``: no
+    loop unswitching, other inlined copies) keep the shared sweep."""
     module = importlib.import_module(f"isa_models.cortex_m.{name}.sweep")
     shapes = module.sweep()
-    if library is not None and library.startswith("cmsis-nn") and hasattr(module, "cmsis_nn_sweep"):
+    if library == "cmsis-nn" and hasattr(module, "cmsis_nn_sweep"):
         shapes += module.cmsis_nn_sweep()
     return shapes
 

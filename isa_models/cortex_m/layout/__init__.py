@@ -206,8 +206,12 @@ def _transpose_features(p: Params, tier: str, arch: str | None = None) -> Featur
     nd, shape, perm = _transpose_axes(p)
     n, h, w, c = (*shape, 1, 1, 1)[:4]
     v6m = arch == "armv6-m" and tier != "mve"
-    f = dict.fromkeys(_TRANSPOSE_KEYS + (_MVE_KEYS if tier == "mve" else _V6M_KEYS if v6m else _V7M_KEYS), 0.0)
-    f.update({f"memcpy_{k}": 0.0 for k in ByteOps(tier, skip_empty=False, arch=arch).f if k.startswith("copy")})
+    f = dict.fromkeys(
+        _TRANSPOSE_KEYS + (_MVE_KEYS if tier == "mve" else _V6M_KEYS if v6m else _V7M_KEYS), 0.0
+    )
+    f.update(
+        {f"memcpy_{k}": 0.0 for k in ByteOps(tier, skip_empty=False, arch=arch).f if k.startswith("copy")}
+    )
     f["call"] = 1.0
     total = n * h * w * c
     mve = tier == "mve"

@@ -60,10 +60,11 @@ def _avgpool_features(p: Params, tier: str) -> Features:
     """CMSIS-NN's MVE arm_avgpool_s8: per pixel and 16-channel chunk (tail-predicated) a sum
     over the valid window (chunk_rows = Σ valid rows · ⌈C/16⌉, chunk_taps = T·⌈C/16⌉: one
     load, four widenings and adds) and 16 lane divisions (chunks = P·⌈C/16⌉). Other tiers:
-    :func:`_features` on DSP; scalar (no DSP: CMSIS-NN's reference loop) visits every window
+    :func:`_features` on DSP, with its valid window rows (``rows``); scalar (no DSP: CMSIS-NN's reference loop) visits every window
     row per output (pixel, channel) (window_rows = P·C·KH) and, in rows inside the input (GCC
-    unswitches the row test out of the tap loop), every tap with its column test (window_taps
-    = Σ valid rows · KW · C), summing the valid ones (valid_taps = T·C). Every tier loops over the input batches
+    unswitches the row test out of the tap loop: valid_rows = Σ valid rows · C set up the tap
+    loop), every tap with its column test (window_taps = Σ valid rows · KW · C), summing the
+    valid ones (valid_taps = T·C). Every tier loops over the input batches
     (``batches`` = N)."""
     batches = float(dims(p, "output_dims").n)
     if tier == "scalar":
@@ -73,10 +74,10 @@ def _avgpool_features(p: Params, tier: str) -> Features:
         kh, kw = value(p, "filter_dims.h"), value(p, "filter_dims.w")
         outputs = pixels * c
         return {"call": 1.0, "batches": batches, "pixels": float(pixels), "outputs": float(outputs),
-                "window_rows": float(outputs * kh), "window_taps": float(rows * c * kw),
+                "window_rows": float(outputs * kh), "valid_rows": float(rows * c), "window_taps": float(rows * c * kw),
                 "valid_taps": float(taps * c)}  # fmt: skip
-    if tier != "mve":
-        return {**_features(p, tier), "batches": batches}
+    if tier != "mve":  # DSP: the window loops run over the valid rows (rows = Σ valid rows)
+        return {**_features(p, tier), "batches": batches, "rows": float(_window(p)[2])}
     pixels, c, rows, taps = _window(p)
     chunks = ceil_div(c, 16)
     return {"call": 1.0, "pixels": float(pixels), "chunks": float(pixels * chunks),
