@@ -11,11 +11,19 @@ coefficients come from the calibration sweep alone.
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 
 from isa_models.cortex_m import activation, conv, elementwise, layout, pooling
 from isa_models.cortex_m.formulas import estimate_call, sweep
 from isa_models.cortex_m.layout import transpose_params
+
+RANDOM_MEASURED = (
+    Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "cost_model_random_cases.json"
+)
 
 
 def _minmax(a, b, tier="dsp") -> dict[str, float]:
@@ -183,3 +191,30 @@ def test_transpose_conv_features_count_mve_passes_per_tap():
         _transpose_shape((1, 2, 4, 24), (4, 4, 3), (3, 1)), "mve"
     )
     assert f["quad_blocks"] == 2 * f["quad_taps"]  # ⌈24/16⌉ predicated passes per tap
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CMSIS_NN_DIR"), reason="set CMSIS_NN_DIR to the CMSIS-NN checkout of 99f736a"
+)
+def test_stored_random_case_measurements_regenerate():
+    """The stored measurements table (d) re-prices are what QEMU measures again (exact and
+    repeatable): a few cases of the fixed functions on the M4, one QEMU start."""
+    from refsim.qemu import missing_toolchain
+
+    if (reason := missing_toolchain()) is not None:
+        pytest.skip(reason)
+    from refsim.conformance import vectors as vec
+    from refsim.qemu import conformance as qc
+    from refsim.qemu import timing_cli
+
+    doc = json.loads(RANDOM_MEASURED.read_text())
+    stored = doc["cores"]["cortex-m4"]["measured"]
+    cases = [c for fn in ("arm_maximum_s8", "arm_transpose_s8", "arm_pad_s8", "arm_elementwise_mul_s8")
+             for c in vec.generate_cases(fn, 3, doc["seed"])]  # fmt: skip
+    target = qc.resolve_target(None, "cortex-m4", Path(os.environ["CMSIS_NN_DIR"]))
+    labelled, _ = timing_cli.count_cycles(
+        target, cases, cpu="cortex-m4", system=None, runnable=frozenset(c.function for c in cases)
+    )
+    assert {label: [t.instructions, t.cycles] for label, t in labelled} == {
+        c.label: stored[c.label] for c in cases
+    }
