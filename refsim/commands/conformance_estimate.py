@@ -46,6 +46,8 @@ def _measure(cases, cpu: str, kernels_dir: Path | None, system: str | None) -> d
 def case_params(case) -> dict[str, int | float]:
     """The scalar params of a vector as the formulas read them (list params by index)."""
     params = {k: v for k, v in case.params.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    if case.params.get("bias_is_null") is True:  # a NULL bias changes what some kernels run
+        params["bias_is_null"] = 1
     if "permutations" in case.params:
         params.update({f"permutations[{k}]": int(p) for k, p in enumerate(case.params["permutations"])})
     if case.function == "arm_relu6_s8" or case.function == "refsim_lut_s8":

@@ -218,3 +218,18 @@ def test_stored_random_case_measurements_regenerate():
     assert {label: [t.instructions, t.cycles] for label, t in labelled} == {
         c.label: stored[c.label] for c in cases
     }
+
+
+def test_transpose_conv_with_a_null_bias_resets_its_buffer_by_memset():
+    from isa_models.cortex_m.conv.sweep import _transpose_shape
+
+    p = _transpose_shape((1, 1, 3, 4), (1, 5, 3), (1, 2))
+    with_bias = conv.FORMULAS["arm_transpose_conv_s8"].features(p, "dsp")
+    null = conv.FORMULAS["arm_transpose_conv_s8"].features({**p, "bias_is_null": 1}, "dsp")
+    assert with_bias["copy_calls"] == 35 and with_bias["set_calls"] == 0  # a bias copy per buffer pixel
+    assert null["copy_calls"] == 0 and null["set_calls"] >= 1  # one memset (and one per flushed row)
+    from refsim.commands.conformance_estimate import case_params
+    from refsim.conformance import vectors as vec
+
+    drawn = [c for c in vec.generate_cases("arm_transpose_conv_s8", 12, 0) if c.params.get("bias_is_null")]
+    assert drawn and all(case_params(c)["bias_is_null"] == 1 for c in drawn)

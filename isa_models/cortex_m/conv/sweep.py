@@ -122,6 +122,11 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 3, 2, 7), (5, 3, 2), (1, 2)), ((2, 1, 3, 3), (4, 2, 2), (2, 1)), ((1, 2, 2, 64), (4, 2, 2), (3, 3)),
         ((1, 3, 3, 32), (6, 3, 3), (3, 3)),
     )]  # fmt: skip
+    # .. and with a NULL bias (its buffer is reset by memset, not a bias copy per pixel)
+    direct += [{**_transpose_shape(x, f, s), "bias_is_null": 1} for x, f, s in (
+        ((1, 1, 3, 4), (1, 5, 3), (1, 2)), ((1, 2, 4, 6), (3, 3, 3), (2, 2)), ((2, 2, 2, 20), (4, 2, 3), (3, 3)),
+        ((1, 3, 5, 1), (8, 4, 4), (2, 2)), ((1, 4, 3, 9), (2, 3, 2), (1, 1)),
+    )]  # fmt: skip
     return [("arm_transpose_conv_s8", s) for s in direct]
 
 
