@@ -128,11 +128,20 @@ def __getattr__(name: str):
     return value
 
 
-def sweep(name: str) -> list[tuple[str, dict[str, int]]]:
+def sweep(name: str, library: str | None = None) -> list[tuple[str, dict[str, int]]]:
     """Family ``name``'s designed calibration sweep, (public function, params) per shape: its
     module ``isa_models.cortex_m.<name>.sweep``, apart from the formulas so an estimate never compiles
-    the shape tables (``refsim calibrate`` and the tests import it)."""
-    return importlib.import_module(f"isa_models.cortex_m.{name}.sweep").sweep()
+    the shape tables (``refsim calibrate`` and the tests import it). For the real CMSIS-NN as
+    its own CMake project builds it (``library`` ``cmsis-nn``, -Ofast) the module's
+    ``cmsis_nn_sweep()`` shapes follow, appended last: the short, odd and single-pixel shapes
+    that CMSIS-NN's random-case tail called for (issue 18, benchmarks/cost_model.py (d)), whose
+    features were read from that build. kernels_c and TFLM's -O2 build (``cmsis-nn-tflm``: no
+    loop unswitching, other inlined copies) keep the shared sweep."""
+    module = importlib.import_module(f"isa_models.cortex_m.{name}.sweep")
+    shapes = module.sweep()
+    if library == "cmsis-nn" and hasattr(module, "cmsis_nn_sweep"):
+        shapes += module.cmsis_nn_sweep()
+    return shapes
 
 
 def _router(function: str) -> ModuleType:

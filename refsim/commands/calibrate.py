@@ -151,7 +151,9 @@ def make_case(function: str, shape: Mapping[str, int], rng: np.random.Generator)
     arrays: dict[str, np.ndarray] = {}
     for array in spec.arrays:
         count = sizes[array.name]
-        if array.dtype == np.dtype(np.int8):
+        if array.optional and array.name == "bias" and shape.get("bias_is_null"):
+            arrays[array.name] = np.zeros(0, array.dtype)  # passed to the kernel as NULL
+        elif array.dtype == np.dtype(np.int8):
             arrays[array.name] = rng.integers(-128, 128, count, dtype=np.int16).astype(np.int8)
         elif array.name == "multiplier":
             arrays[array.name] = np.full(count, 1 << 30, np.int32)
@@ -233,7 +235,7 @@ def sweep_calls(
 
     chosen: dict[str, list[tuple[str, dict[str, int]]]] = {}
     for name in formulas.FAMILY_NAMES:
-        for function, shape in formulas.sweep(name):
+        for function, shape in formulas.sweep(name, library):
             key = formulas.route(function, shape, tier)
             if only and not ({key, key.split("/")[0], function, name} & set(only)):
                 continue

@@ -3,10 +3,11 @@ user's vectors, beside instruction-timed measurements of the same cases when QEM
 
 JSON (``--json``): ``{"format": "refsim-estimates", "version": 1, "core", "library", "system",
 "records": [{"case": "<function>/<id>", "function", "variant", "macs", "instructions", "cycles",
-"measured_instructions", "measured_cycles", "cycles_error", "data"}]}``; the measured fields are null
-when QEMU did not run (toolchain missing, or a function the harness lacks). A function whose work
-depends on the values (softmax's exponentials, refsim.ops.data_work) is priced on the case's own
-arrays, as the golden kernel counts them; ``data`` holds those counts (null for the others).
+"measured_instructions", "measured_cycles", "cycles_error", "instructions_error", "data"}]}``; the
+measured fields are null when QEMU did not run (toolchain missing, or a function the harness lacks).
+A function whose work depends on the values (softmax's exponentials, refsim.ops.data_work) is priced
+on the case's own arrays, as the golden kernel counts them; ``data`` holds those counts (null for
+the others).
 """
 
 from __future__ import annotations
@@ -45,38 +46,37 @@ def _measure(cases, cpu: str, kernels_dir: Path | None, system: str | None) -> d
     return {label: (t.instructions, t.cycles) for label, t in labelled}
 
 
-def estimate_vectors(
-    vectors: Path, cpu: str, kernel: list[str] | None, json_path: Path | None, *, kernels_dir: Path | None,
-    system: str | None,
-) -> None:  # fmt: skip
+def case_params(case) -> dict[str, int | float]:
+    """The scalar params of a vector as the formulas read them (list params by index)."""
+    params = {k: v for k, v in case.params.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    if case.params.get("bias_is_null") is True:  # a NULL bias changes what some kernels run
+        params["bias_is_null"] = 1
+    if "permutations" in case.params:
+        params.update({f"permutations[{k}]": int(p) for k, p in enumerate(case.params["permutations"])})
+    if case.function == "arm_relu6_s8" or case.function == "refsim_lut_s8":
+        params.setdefault("size", int(case.arrays["input"].size))
+    return params
+
+
+def estimate_records(
+    cases, cpu: str, *, library: str | None, measured: dict[str, tuple[int, int]]
+) -> tuple[list[dict], str]:
+    """Per case: the estimate from ``library``'s calibration (None: the core's default) beside
+    ``measured`` (label → (instructions, cycles)), and the calibration's library."""
     from isa_models.cortex_m.calibration import CalibrationError, CalibrationSet
     from isa_models.cortex_m.cores import get_core_model
     from isa_models.cortex_m.formulas import CostModelError, estimate_call, route
     from isa_models.errors import IsaModelError
-    from refsim.conformance import vectors as vec
     from refsim.ops.data_work import call_counts
 
     try:
         model = get_core_model(cpu)
-        library = "cmsis-nn" if kernels_dir is not None else None
         calibrations = CalibrationSet(model.name, library)  # loaded once, for every case
-        calibration = calibrations.chosen
     except (IsaModelError, CalibrationError) as exc:
         raise RefsimError(str(exc)) from None
-    chosen = set(vec.resolve_functions(kernel))
-    cases = [c for c in vec.iter_directory(vectors) if c.function in chosen]
-    if not cases:
-        raise VectorError(f"{vectors}: no vector of the chosen functions")
-    measured = _measure(cases, model.name, kernels_dir, system)
     records = []
     for case in cases:
-        params = {
-            k: v for k, v in case.params.items() if isinstance(v, int | float) and not isinstance(v, bool)
-        }
-        if "permutations" in case.params:
-            params.update({f"permutations[{k}]": int(p) for k, p in enumerate(case.params["permutations"])})
-        if case.function == "arm_relu6_s8" or case.function == "refsim_lut_s8":
-            params.setdefault("size", int(case.arrays["input"].size))
+        params = case_params(case)
         try:
             counts = call_counts(case.function, case.params, case.arrays)
         except (KeyError, ValueError) as exc:
@@ -96,11 +96,34 @@ def estimate_vectors(
                 "instructions": round(cost.instructions), "cycles": round(cost.cycles),
                 "measured_instructions": mi, "measured_cycles": mc,
                 "cycles_error": round(cost.cycles / mc - 1, 5) if mc else None,
+                "instructions_error": round(cost.instructions / mi - 1, 5) if mi else None,
                 "data": counts or None,
             }
         )  # fmt: skip
+    return records, calibrations.chosen.library
+
+
+def estimate_vectors(
+    vectors: Path, cpu: str, kernel: list[str] | None, json_path: Path | None, *, kernels_dir: Path | None,
+    system: str | None,
+) -> None:  # fmt: skip
+    from isa_models.cortex_m.cores import get_core_model
+    from isa_models.errors import IsaModelError
+    from refsim.conformance import vectors as vec
+
+    try:
+        model = get_core_model(cpu)
+    except IsaModelError as exc:
+        raise RefsimError(str(exc)) from None
+    chosen = set(vec.resolve_functions(kernel))
+    cases = [c for c in vec.iter_directory(vectors) if c.function in chosen]
+    if not cases:
+        raise VectorError(f"{vectors}: no vector of the chosen functions")
+    measured = _measure(cases, model.name, kernels_dir, system)
+    library = "cmsis-nn" if kernels_dir is not None else None  # a --kernels-dir is a CMSIS-NN build
+    records, library = estimate_records(cases, model.name, library=library, measured=measured)
     table = Table("case", "variant", "MACs", "instr (model)", "cycles (model)", "cycles (timed)", "error",
-                  box=box.SIMPLE_HEAD, title=f"{model.name}, {calibration.library} calibration")  # fmt: skip
+                  box=box.SIMPLE_HEAD, title=f"{model.name}, {library} calibration")  # fmt: skip
     for r in records:
         table.add_row(
             r["case"], r["variant"] or "-", f"{r['macs']:,}" if r["macs"] else "-",
@@ -117,6 +140,6 @@ def estimate_vectors(
     console.print(summary, highlight=False)
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        document = {"format": ESTIMATES_FORMAT, "version": 1, "core": model.name, "library": calibration.library,
+        document = {"format": ESTIMATES_FORMAT, "version": 1, "core": model.name, "library": library,
                     "system": system, "records": records}  # fmt: skip
         json_path.write_text(json.dumps(document, indent=1) + "\n")

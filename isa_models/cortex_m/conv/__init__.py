@@ -283,7 +283,8 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
 def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     """CMSIS-NN's arm_transpose_conv_s8: an int32 row buffer of max(KH, SH) rows of
     ((IW−1)·SW + max(KW, SW)) pixels, filled with the bias (one ``arm_memcpy_s8`` of 4·C_OUT
-    bytes per buffer pixel, :class:`isa_models.shapes.ByteOps`); per input row j
+    bytes per buffer pixel, :class:`isa_models.shapes.ByteOps`; with a NULL bias, ``bias_is_null``,
+    one ``arm_memset_s8`` of the buffer and one per flushed row instead); per input row j
     ``arm_nn_transpose_conv_row_s8_s32`` over the filter rows not skipped (KH − top − bottom
     skips) accumulates 4 input pixels at a time, then a pair and a single pixel (IW mod 4):
     per (pixel group, output
@@ -316,7 +317,11 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     single_rows = n * rows * singles * oc
     buf_pixels = (i.w - 1) * s.w + max(f.w, s.w)
     ops = ByteOps(tier, skip_empty=False)
-    ops.copy(4 * oc, 0, 0, n * (buf_pixels * max(f.h, s.h) + flushed * buf_pixels))
+    if p.get("bias_is_null", 0):  # NULL bias: one memset of the buffer, one per flushed row
+        ops.fill(4 * oc * buf_pixels * max(f.h, s.h), 0, n)
+        ops.fill(4 * oc * buf_pixels, 0, n * flushed)
+    else:
+        ops.copy(4 * oc, 0, 0, n * (buf_pixels * max(f.h, s.h) + flushed * buf_pixels))
     taps_q, taps_p, taps_s = quad_rows * f.w, pair_rows * f.w, single_rows * f.w
     features = {"call": 1.0, "quad_rows": float(quad_rows), "single_rows": float(single_rows + pair_rows),
                 "pair_taps": float(taps_p), "pair_blocks": float(taps_p * per_pass), "pair_tail": float(taps_p * tail),
@@ -326,7 +331,8 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
                 "outputs": float(o.n * o.h * o.w * (ceil_div(oc, 4) if tier == "mve" else oc))}  # fmt: skip
     groups = quads + pairs + singles
     features["oc_loops"] = float(n * i.h * groups * oc)  # per (input row, pixel group, output channel)
-    return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"]}
+    sets = {k: v for k, v in ops.f.items() if k.startswith("set_")}
+    return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"], **sets}
 
 
 def transpose_macs(p: Params) -> int:

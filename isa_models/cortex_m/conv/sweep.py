@@ -107,6 +107,29 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     ]
 
 
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`)."""
+    # issue 18: arm_transpose_conv_s8 called directly (the row-buffer route for every shape, as
+    # `refsim conformance` calls it) with C_IN over 16 (MVE: several 16-lane passes per tap,
+    # where the shapes above had one), unequal strides, batches and single pixels. One stride is 3
+    # where C_IN > 16 (the wrapper's size query gives the row buffer) and stride.w <= max(KW,
+    # stride.h) (CMSIS-NN's get_buffer_size undersizes the buffer otherwise: docs/numerics.md).
+    direct = [_transpose_shape(x, f, s) for x, f, s in (
+        ((1, 2, 4, 24), (4, 4, 3), (3, 1)), ((1, 4, 2, 21), (8, 2, 5), (3, 1)), ((1, 1, 3, 22), (6, 4, 4), (3, 3)),
+        ((1, 5, 3, 17), (7, 3, 4), (3, 2)), ((2, 3, 4, 21), (4, 3, 4), (3, 2)), ((1, 2, 3, 33), (8, 2, 4), (3, 1)),
+        ((1, 3, 5, 40), (3, 3, 3), (3, 3)), ((2, 2, 2, 20), (5, 2, 3), (3, 3)), ((1, 4, 4, 48), (2, 3, 3), (3, 1)),
+        ((1, 2, 1, 1), (1, 1, 2), (1, 1)), ((2, 2, 1, 5), (3, 2, 1), (3, 1)), ((1, 3, 3, 18), (9, 2, 3), (3, 3)),
+        ((1, 3, 2, 7), (5, 3, 2), (1, 2)), ((2, 1, 3, 3), (4, 2, 2), (2, 1)), ((1, 2, 2, 64), (4, 2, 2), (3, 3)),
+        ((1, 3, 3, 32), (6, 3, 3), (3, 3)),
+    )]  # fmt: skip
+    # .. and with a NULL bias (its buffer is reset by memset, not a bias copy per pixel)
+    direct += [{**_transpose_shape(x, f, s), "bias_is_null": 1} for x, f, s in (
+        ((1, 1, 3, 4), (1, 5, 3), (1, 2)), ((1, 2, 4, 6), (3, 3, 3), (2, 2)), ((2, 2, 2, 20), (4, 2, 3), (3, 3)),
+        ((1, 3, 5, 1), (8, 4, 4), (2, 2)), ((1, 4, 3, 9), (2, 3, 2), (1, 1)),
+    )]  # fmt: skip
+    return [("arm_transpose_conv_s8", s) for s in direct]
+
+
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
 MAX_DRAWN_MACS = 400_000
 
@@ -195,4 +218,4 @@ def _transpose_shape(
     return p
 
 
-__all__ = ["MAX_DRAWN_MACS", "sweep"]
+__all__ = ["MAX_DRAWN_MACS", "cmsis_nn_sweep", "sweep"]

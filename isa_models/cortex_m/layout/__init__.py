@@ -132,11 +132,14 @@ def _transpose_merge(p: Params) -> tuple[int, list[int], list[int]]:
     return total, extents, steps
 
 
-_TRANSPOSE_KEYS = ("call", "copy", "rows_2d", "elements_2d", "columns", "gathers",
+_TRANSPOSE_KEYS = ("call", "rows_2d", "elements_2d", "columns", "gathers",
                    *(f"{k}{r}" for r in ("_3d", "") for k in ("planes", "rows", "elements", "unit_rows",
-                                                             "unit_long", "unit_vector_rows", "unit_vectors", "unit_words", "unit_bytes")))  # fmt: skip
+                                                             "unit_long", "unit_vector_rows", "unit_vectors", "unit_words", "unit_bytes")),
+                   "route_2d", "route_3d", "route_4d", "batches",
+                   "unit_nest_3d", "unit_planes_3d", "unit_nest", "unit_planes", "unit_batches")  # fmt: skip
 _V6M_KEYS = tuple(f"unit_tails{r}" for r in ("_3d", ""))
 _MVE_KEYS = (*_V6M_KEYS, *(f"unit_short_rest{r}" for r in ("_3d", "")))
+_V7M_KEYS = (*_V6M_KEYS, *(f"unit_tail_rows{r}" for r in ("_3d", "")))
 
 
 def _offset_classes(extents: list[int], src: list[int], dst: list[int]) -> dict[tuple[int, int], int]:
@@ -173,7 +176,7 @@ def _aligned_rows(shape: list[int], perm: list[int]) -> int:
 
 
 def _transpose_features(p: Params, tier: str, arch: str | None = None) -> Features:
-    """CMSIS-NN's arm_transpose_s8 routes by rank, without merging axes: 1-D memcpy; 2-D
+    """CMSIS-NN's arm_transpose_s8 routes by rank, without merging axes: 1-D memcpy (``memcpy_copy_*``: ByteOps); 2-D
     [rows, cols] ``nhcw`` (scalar: per input row a loop over its columns; MVE: per column
     ceil(rows/8) predicated 8-lane byte gathers); 3-D the element loop nest over (n, h, w)
     (planes = n, rows = n·h inner loops); 4-D the element nest over (n, h, w, c) (planes =
@@ -181,8 +184,9 @@ def _transpose_features(p: Params, tier: str, arch: str | None = None) -> Featur
     (n, h) plane: columns = n·h·c, gathers = n·h·c·ceil(w/8). The element nest's inner loop
     has a unit-stride version when the last input axis stays last (GCC -O3's loop versioning
     for strides, read from the -Ofast build): a row of ``r > 6`` bytes copies ``r // 4`` words
-    and ``r % 4`` bytes, a shorter row ``r`` bytes (``unit_rows`` rows, ``unit_long``,
-    ``unit_words``, ``unit_bytes``). On MVE a row of ``r >= 8`` bytes (``unit_long``) runs
+    and ``r % 4`` unrolled tail bytes (``unit_tails``, ``unit_tail_rows`` the rows with one), a
+    shorter row ``r`` bytes in a byte loop (``unit_rows`` rows, ``unit_long``, ``unit_words``,
+    ``unit_bytes``). On MVE a row of ``r >= 8`` bytes (``unit_long``) runs
     ``⌊r/16⌋`` 16-byte vector trips (``unit_vectors``, their loop set-up ``unit_vector_rows``),
     one 8-byte step when ``r mod 16 >= 8`` (``unit_words``), then ``r mod 8`` unrolled bytes
     (``unit_tails``); after vector trips a remainder of 1-7 bytes branches past the 8-byte step
@@ -192,24 +196,42 @@ def _transpose_features(p: Params, tier: str, arch: str | None = None) -> Featur
     and output addresses are both word aligned (``unit_long`` = A such rows,
     :func:`_aligned_rows`): ``unit_words`` = A·⌊r/4⌋, the unrolled tail ``unit_tails`` =
     A·(r mod 4), every other row a byte loop, ``unit_bytes`` = (rows − A)·r. The 3-D and 4-D
-    nests are compiled separately: their features carry ``_3d`` and no suffix."""
+    nests are compiled separately: their features carry ``_3d`` and no suffix. Each rank's route
+    has its own set-up (strides, permutation checks: ``route_2d``/``_3d``/``_4d``, 1 for the
+    rank that runs; the 1-D memcpy is ``call`` alone), and the 4-D nests also step their
+    outermost loop once per input batch (``batches`` = n; read from the -Ofast disassembly:
+    about 13 instructions a trip, which single-element batches of random cases expose). The
+    unit-stride version has its own set-up and outer-loop trips (``unit_nest``,
+    ``unit_planes``, ``unit_batches``, with the rank suffix), about twice the strided one's."""
     nd, shape, perm = _transpose_axes(p)
     n, h, w, c = (*shape, 1, 1, 1)[:4]
     v6m = arch == "armv6-m" and tier != "mve"
-    f = dict.fromkeys(_TRANSPOSE_KEYS + (_MVE_KEYS if tier == "mve" else _V6M_KEYS if v6m else ()), 0.0)
+    f = dict.fromkeys(
+        _TRANSPOSE_KEYS + (_MVE_KEYS if tier == "mve" else _V6M_KEYS if v6m else _V7M_KEYS), 0.0
+    )
+    f.update(
+        {f"memcpy_{k}": 0.0 for k in ByteOps(tier, skip_empty=False, arch=arch).f if k.startswith("copy")}
+    )
     f["call"] = 1.0
     total = n * h * w * c
     mve = tier == "mve"
-    aligned = _aligned_rows(shape, perm) if v6m and nd >= 3 and perm[-1] == nd - 1 else None
-    if nd == 1:
-        f["copy"] = ceil_div(n, 16) if mve else float(n)
+    unit = nd >= 3 and _unit_stride(shape, perm)
+    aligned = _aligned_rows(shape, perm) if v6m and unit else None
+    if nd > 1:
+        f[f"route_{min(nd, 4)}d"] = 1.0
+    if nd == 4:
+        f["batches"] = float(n)
+    if nd == 1:  # arm_memcpy_s8 of n bytes between word-aligned buffers (newlib's memcpy off MVE)
+        ops = ByteOps(tier, skip_empty=False, arch=arch)
+        ops.copy(n, 0, 0)
+        f.update({f"memcpy_{k}": v for k, v in ops.f.items() if k.startswith("copy")})
     elif nd == 2 and mve:
         f["columns"], f["gathers"] = float(h), float(h * ceil_div(n, 8))
     elif nd == 2:
         f["rows_2d"], f["elements_2d"] = float(n), float(total)
     elif nd == 3:
         f["planes_3d"] = float(n)
-        _element_rows(f, n * h, w, perm[2] == 2, "_3d", mve, aligned)
+        _element_rows(f, n * h, w, unit, "_3d", mve, aligned)
     elif mve and perm[0] == 0 and perm[1] == 1:
         f["planes"], f["columns"], f["gathers"] = (
             float(n * h),
@@ -218,8 +240,27 @@ def _transpose_features(p: Params, tier: str, arch: str | None = None) -> Featur
         )
     else:
         f["planes"] = float(n * h)
-        _element_rows(f, n * h * w, c, perm[3] == 3, "", mve, aligned)
+        _element_rows(f, n * h * w, c, unit, "", mve, aligned)
+    if unit and nd >= 3 and not f["columns"]:  # the unit-stride version: its own set-up and outer loops
+        rank = "_3d" if nd == 3 else ""
+        f["unit_nest" + rank] = 1.0
+        f["unit_planes" + rank], f["planes" + rank] = f["planes" + rank], 0.0
+        if nd == 4:
+            f["unit_batches"], f["batches"] = f["batches"], 0.0
     return f
+
+
+def _unit_stride(shape: list[int], perm: list[int]) -> bool:
+    """Whether the element nest's innermost input axis steps the output by 1: CMSIS-NN tests the
+    computed ``out_strides[3] == 1`` (GCC's unit-stride loop version), which holds when the last
+    input axis stays last, and also when every output axis after it has extent 1 (random cases
+    with extent-1 axes take the unit version with a permutation that moves the axis)."""
+    last = len(shape) - 1
+    position = perm.index(last)
+    stride = 1
+    for axis in perm[position + 1 :]:
+        stride *= shape[axis]
+    return stride == 1
 
 
 def _element_rows(
@@ -256,9 +297,14 @@ def _element_rows(
         f["unit_tails" + rank] = float(rows * (run % 8) if long else 0)
         f["unit_bytes" + rank] = float(0 if long else rows * run)
         return
-    f["unit_long" + rank] = float(rows if run > 6 else 0)  # the word version's set-up
-    words = run // 4 if run > 6 else 0
-    f["unit_words" + rank], f["unit_bytes" + rank] = float(rows * words), float(rows * (run - 4 * words))
+    # ARMv7-M: a row of 7+ bytes runs the word loop, then its 1-3 tail bytes unrolled (a row with
+    # a tail: unit_tail_rows); a shorter row is a byte loop (4 instructions a byte)
+    long = run > 6
+    f["unit_long" + rank] = float(rows if long else 0)  # the word version's set-up
+    f["unit_words" + rank] = float(rows * (run // 4) if long else 0)
+    f["unit_tails" + rank] = float(rows * (run % 4) if long else 0)
+    f["unit_tail_rows" + rank] = float(rows if long and run % 4 else 0)
+    f["unit_bytes" + rank] = float(0 if long else rows * run)
 
 
 def _transpose_features_kernels_c(p: Params, tier: str, arch: str | None = None) -> Features:

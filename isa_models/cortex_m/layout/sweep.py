@@ -50,4 +50,33 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     return [("arm_pad_s8", s) for s in pads] + [("arm_transpose_s8", s) for s in transposes]
 
 
-__all__ = ["sweep"]
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`)."""
+    # issue 18: batch padding, batches, single pixels and channels, odd sizes (the random cases
+    # of `refsim conformance` pad all four axes of 1-3 element tensors; the sweep had no N pad)
+    pads = [pad_params(*s) for s in (
+        ((3, 1, 1, 2), (2, 0, 1, 0), (0, 0, 2, 0)), ((2, 2, 1, 3), (0, 1, 0, 1), (2, 1, 0, 0)),
+        ((1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1)), ((2, 3, 2, 5), (1, 0, 0, 0), (1, 0, 0, 0)),
+        ((3, 2, 3, 1), (2, 2, 2, 1), (2, 2, 0, 0)), ((1, 3, 3, 3), (2, 2, 0, 0), (2, 0, 2, 0)),
+        ((2, 1, 2, 2), (1, 0, 2, 0), (1, 0, 0, 0)), ((1, 2, 3, 7), (0, 1, 1, 2), (0, 0, 1, 1)),
+        ((4, 2, 2, 4), (0, 0, 0, 0), (1, 1, 1, 0)), ((1, 4, 5, 1), (0, 0, 0, 3), (0, 0, 0, 0)),
+        ((2, 2, 2, 9), (1, 1, 0, 0), (0, 0, 1, 3)), ((1, 1, 7, 6), (3, 0, 0, 0), (0, 3, 0, 0)),
+        ((3, 3, 1, 2), (0, 2, 0, 2), (1, 0, 1, 0)), ((2, 1, 3, 3), (2, 1, 2, 0), (0, 2, 1, 2)),
+        ((1, 3, 2, 1), (1, 0, 2, 2), (2, 1, 0, 1)), ((3, 1, 2, 3), (0, 0, 1, 1), (1, 1, 2, 2)),
+    )]  # fmt: skip
+    # .. and transposes of every rank (1-D: one memcpy, never swept before), extent-1 axes, short
+    # and single-byte rows
+    transposes = [transpose_params(s, perm) for s, perm in (
+        ((4,), (0,)), ((37,), (0,)), ((2,), (0,)), ((100,), (0,)), ((1,), (0,)), ((17,), (0,)),
+        ((1, 2), (1, 0)), ((3, 1), (1, 0)), ((2, 5), (1, 0)), ((4, 3), (0, 1)),
+        ((3, 3, 1), (1, 0, 2)), ((2, 4, 1), (1, 0, 2)), ((3, 1, 2), (0, 1, 2)), ((2, 1, 1), (0, 2, 1)),
+        ((1, 2, 1), (2, 0, 1)), ((2, 3, 2), (2, 1, 0)), ((4, 1, 3), (1, 2, 0)), ((1, 4, 4), (0, 2, 1)),
+        ((2, 1, 3, 1), (0, 2, 3, 1)), ((1, 1, 4, 3), (2, 3, 0, 1)), ((1, 2, 1, 3), (2, 1, 3, 0)),
+        ((1, 1, 3, 2), (3, 1, 0, 2)), ((2, 2, 1, 1), (1, 0, 2, 3)), ((3, 1, 2, 2), (0, 1, 3, 2)),
+        ((1, 3, 2, 4), (3, 2, 1, 0)), ((2, 2, 2, 1), (0, 1, 2, 3)), ((4, 1, 1, 3), (0, 3, 1, 2)),
+        ((1, 2, 3, 1), (1, 0, 2, 3)), ((2, 3, 1, 4), (0, 2, 1, 3)), ((3, 2, 4, 1), (2, 0, 3, 1)),
+    )]  # fmt: skip
+    return [("arm_pad_s8", s) for s in pads] + [("arm_transpose_s8", s) for s in transposes]
+
+
+__all__ = ["cmsis_nn_sweep", "sweep"]

@@ -60,21 +60,37 @@ def _avgpool_features(p: Params, tier: str) -> Features:
     """CMSIS-NN's MVE arm_avgpool_s8: per pixel and 16-channel chunk (tail-predicated) a sum
     over the valid window (chunk_rows = Σ valid rows · ⌈C/16⌉, chunk_taps = T·⌈C/16⌉: one
     load, four widenings and adds) and 16 lane divisions (chunks = P·⌈C/16⌉). Other tiers:
-    :func:`_features`."""
-    if tier != "mve":
-        return _features(p, tier)
+    :func:`_features` on DSP, with its valid window rows (``rows``); scalar (no DSP: CMSIS-NN's reference loop) visits every window
+    row per output (pixel, channel) (window_rows = P·C·KH) and, in rows inside the input (GCC
+    unswitches the row test out of the tap loop: valid_rows = Σ valid rows · C set up the tap
+    loop), every tap with its column test (window_taps = Σ valid rows · KW · C), summing the
+    valid ones (valid_taps = T·C). Every tier loops over the input batches
+    (``batches`` = N)."""
+    batches = float(dims(p, "output_dims").n)
+    if tier == "scalar":
+        # arm_avgpool_s8's reference loop: per output (pixel, channel) every tap of the whole
+        # window is visited and bounds-checked; only the valid ones are summed
+        pixels, c, rows, taps = _window(p)
+        kh, kw = value(p, "filter_dims.h"), value(p, "filter_dims.w")
+        outputs = pixels * c
+        return {"call": 1.0, "batches": batches, "pixels": float(pixels), "outputs": float(outputs),
+                "window_rows": float(outputs * kh), "valid_rows": float(rows * c), "window_taps": float(rows * c * kw),
+                "valid_taps": float(taps * c)}  # fmt: skip
+    if tier != "mve":  # DSP: the window loops run over the valid rows (rows = Σ valid rows)
+        return {**_features(p, tier), "batches": batches, "rows": float(_window(p)[2])}
     pixels, c, rows, taps = _window(p)
     chunks = ceil_div(c, 16)
     return {"call": 1.0, "pixels": float(pixels), "chunks": float(pixels * chunks),
-            "chunk_rows": float(rows * chunks), "chunk_taps": float(taps * chunks)}  # fmt: skip
+            "chunk_rows": float(rows * chunks), "chunk_taps": float(taps * chunks), "batches": batches}  # fmt: skip
 
 
 def _max_pool_features(p: Params, tier: str, arch: str | None = None) -> Features:
     """CMSIS-NN's arm_max_pool_s8: per pixel the first valid tap copied (``arm_memcpy_s8`` of
     C bytes, :class:`isa_models.shapes.ByteOps` for the core's architecture), every other valid tap a
     ``compare_and_replace_if_larger`` call (compares = T − P; MVE: ⌈C/16⌉ predicated vector
-    passes, else ⌊C/4⌋ word passes of four byte compares + C mod 4 bytes), then one clamp
-    over all P·C outputs (MVE: ⌈P·C/16⌉ passes, else ⌊P·C/4⌋ words + tail)."""
+    passes, else ⌊C/4⌋ word passes of four byte compares + C mod 4 bytes), then per batch
+    (``batches`` = N) one clamp over its P/N·C outputs (MVE: ⌈P·C/16N⌉ passes, else ⌊P·C/4N⌋
+    words + tail)."""
     pixels, c, rows, taps = _window(p)
     mve = tier == "mve"
     ops = ByteOps(tier, skip_empty=False, arch=arch)
@@ -83,12 +99,13 @@ def _max_pool_features(p: Params, tier: str, arch: str | None = None) -> Feature
         if times:
             ops.copy(c, r * c, r * c, times)
     compares = taps - pixels
-    total = pixels * c
+    n = dims(p, "output_dims").n
+    per_batch = pixels // n * c  # clamp_output runs once per batch over its outputs
     return {"call": 1.0, "pixels": float(pixels), "rows": float(rows), "compares": float(compares),
             "compare_blocks": float(compares * (ceil_div(c, 16) if mve else c // 4)),
             "compare_tail": float(0 if mve else compares * (c % 4)),
-            "clamp_blocks": float(ceil_div(total, 16) if mve else total // 4),
-            "clamp_tail": float(0 if mve else total % 4),
+            "clamp_blocks": float(n * (ceil_div(per_batch, 16) if mve else per_batch // 4)),
+            "clamp_tail": float(0 if mve else n * (per_batch % 4)), "batches": float(n),
             **{k: v for k, v in ops.f.items() if k.startswith("copy")}}  # fmt: skip
 
 

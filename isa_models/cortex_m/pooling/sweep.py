@@ -29,8 +29,37 @@ _SHAPES = (
 )
 
 
+#: issue 18: single pixels, one to three channels, batches, windows as large as the input,
+#: strides over the window, padded edges that leave one tap (CMSIS-NN builds only).
+_CMSIS_NN_SHAPES = (
+    ((1, 1, 1, 1), (1, 1), (1, 1)),
+    ((2, 3, 3, 2), (3, 3), (1, 1), (1, 1)),
+    ((1, 5, 5, 3), (2, 2), (3, 3)),
+    ((3, 4, 4, 1), (1, 1), (2, 2)),
+    ((1, 7, 7, 5), (7, 7), (1, 1)),
+    ((1, 6, 6, 9), (4, 4), (1, 1), (1, 1)),
+    ((2, 5, 7, 2), (2, 3), (3, 2)),
+    ((1, 2, 9, 4), (1, 3), (1, 4)),
+    ((1, 3, 3, 31), (3, 3), (1, 1), (1, 1)),
+    ((1, 8, 8, 1), (5, 5), (3, 3), (2, 2)),
+    ((3, 2, 2, 6), (2, 2), (1, 1)),
+    ((1, 4, 3, 19), (4, 3), (1, 1)),
+    # windows mostly outside the input (scalar avgpool tests every window row and tap)
+    ((2, 1, 9, 4), (4, 1), (1, 2), (2, 0)),
+    ((1, 2, 6, 5), (5, 3), (1, 2), (2, 1)),
+    ((3, 1, 4, 3), (3, 2), (2, 1), (1, 0)),
+    ((1, 13, 1, 3), (4, 3), (1, 1), (1, 1)),
+    ((2, 6, 1, 5), (3, 5), (3, 1), (0, 2)),
+)
+
+
 def sweep() -> list[tuple[str, dict[str, int]]]:
     return [(fn, pool_params(*s)) for fn in FORMULAS for s in _SHAPES]
 
 
-__all__ = ["sweep"]
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`)."""
+    return [(fn, pool_params(*s)) for fn in FORMULAS for s in _CMSIS_NN_SHAPES]
+
+
+__all__ = ["cmsis_nn_sweep", "sweep"]

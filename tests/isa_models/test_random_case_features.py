@@ -1,0 +1,235 @@
+"""The loop features issue 18's random-case table (benchmarks/cost_model.py (d)) exposed, pinned.
+
+Random `refsim conformance` cases are small and irregular where the calibration sweep was
+regular; the worst of them showed loops the features did not count. Each test below pins one
+feature as CMSIS-NN's source (and, where GCC restructures a loop, the -Ofast disassembly) has
+it, and the last one prices a few of those very cases against their instruction-timed cycles,
+measured under QEMU on CMSIS-NN main @ 99f736a (benchmarks/results/cost_model_random_cases.json,
+`refsim conformance --cases 100 --seed 0` draws). Those cases were never fitted: the
+coefficients come from the calibration sweep alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from isa_models.cortex_m import activation, conv, elementwise, layout, pooling
+from isa_models.cortex_m.formulas import estimate_call, sweep
+from isa_models.cortex_m.layout import transpose_params
+
+RANDOM_MEASURED = (
+    Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "cost_model_random_cases.json"
+)
+
+
+def _minmax(a, b, tier="dsp") -> dict[str, float]:
+    f = elementwise.FORMULAS["arm_maximum_s8"].features(elementwise.minmax_params(a, b), tier)
+    return {k: v for k, v in f.items() if v}
+
+
+def test_minmax_counts_cmsis_nns_broadcast_walk_level_by_level():
+    # one input a single value: one scalar loop, no walk (arm_max_scalar_s8 at the top)
+    assert _minmax((1, 1, 1, 1), (1, 3, 4, 5)) == {"call": 1, "top_scalar": 1, "scalar_elements": 60}
+    # equal dims: one no-broadcast loop
+    assert _minmax((2, 3, 1, 4), (2, 3, 1, 4)) == {"call": 1, "top_same": 1, "same_elements": 24}
+    # per batch, the (H, W, C) blocks are equal: a no-broadcast call per output batch
+    assert _minmax((3, 2, 2, 3), (1, 2, 2, 3)) == {
+        "call": 1,
+        "batches": 3,
+        "batch_same": 3,
+        "same_elements": 36,
+    }
+    # per row: W·C of one input is one value
+    assert _minmax((1, 4, 1, 1), (1, 4, 3, 2)) == {"call": 1, "batches": 1, "rows": 4, "row_scalar": 4,
+                                                   "scalar_elements": 24}  # fmt: skip
+    # per pixel: equal channels, W broadcast
+    assert _minmax((1, 3, 1, 6), (1, 3, 4, 6)) == {"call": 1, "batches": 1, "rows": 3, "cols": 12, "col_same": 12,
+                                                   "same_elements": 72}  # fmt: skip
+    # MVE: 16-lane predicated trips per call; the top-level loops' trips apart (their own copies)
+    assert _minmax((1, 1, 1, 1), (1, 3, 4, 5), "mve") == {"call": 1, "top_scalar": 1, "top_scalar_vectors": 4}
+    assert _minmax((1, 3, 1, 17), (1, 3, 4, 17), "mve") == {"call": 1, "batches": 1, "rows": 3, "cols": 12,
+                                                           "col_same": 12, "same_vectors": 24}  # fmt: skip
+    # kernels_c keeps its own merged-run walk
+    kc = elementwise.FORMULAS["arm_maximum_s8"].features_for("kernels_c")
+    assert "rows" in kc(elementwise.minmax_params((1, 3, 1, 6), (1, 3, 4, 6)), "dsp")
+    assert "cols" not in kc(elementwise.minmax_params((1, 3, 1, 6), (1, 3, 4, 6)), "dsp")
+
+
+def test_cmsis_nn_mve_add_and_mul_take_four_int32_lanes_a_pass():
+    for fn in ("arm_elementwise_add_s8", "arm_elementwise_mul_s8"):
+        f = elementwise.FORMULAS[fn]
+        assert f.features({"block_size": 17}, "mve")["blocks"] == 5  # vctp32q: ⌈17/4⌉
+        assert f.features_for("kernels_c")({"block_size": 17}, "mve")["blocks"] == 2  # kernels_c: 16 lanes
+        assert (
+            f.features({"block_size": 17}, "dsp")["blocks"] == 4
+            and f.features({"block_size": 17}, "dsp")["tail"] == 1
+        )
+
+
+def test_cmsis_nn_relu6_on_mve_is_gccs_vector_loop_with_a_scalar_epilogue():
+    f = activation.FORMULAS["arm_relu6_s8"].features
+    assert {k: f({"size": 14}, "mve")[k] for k in ("blocks", "tail", "vector_loop")} == {"blocks": 0, "tail": 14,
+                                                                                         "vector_loop": 0}  # fmt: skip
+    assert {k: f({"size": 37}, "mve")[k] for k in ("blocks", "tail", "vector_loop")} == {"blocks": 2, "tail": 5,
+                                                                                         "vector_loop": 1}  # fmt: skip
+    # measured: 14 elements (all epilogue) cost more than 32 (two vector trips); the estimate agrees
+    short = estimate_call("arm_relu6_s8", {"size": 14}, "cortex-m55", library="cmsis-nn")
+    vectors = estimate_call("arm_relu6_s8", {"size": 32}, "cortex-m55", library="cmsis-nn")
+    assert short.cycles > vectors.cycles
+
+
+def test_transpose_takes_the_unit_stride_version_by_the_computed_output_stride():
+    """CMSIS-NN tests ``out_strides[3] == 1``: the last input axis moved ahead of extent-1 output
+    axes still steps the output by one byte."""
+    assert layout._unit_stride([2, 1, 3, 1], [0, 2, 3, 1])  # axis 3 moves, but only axis 1 (extent 1) follows
+    assert not layout._unit_stride([2, 2, 3, 1], [0, 2, 3, 1])
+    assert layout._unit_stride([3, 3, 1], [1, 0, 2])
+    f = layout.FORMULAS["arm_transpose_s8"].features(transpose_params((2, 1, 3, 1), (0, 2, 3, 1)), "dsp")
+    nonzero = {k: v for k, v in f.items() if v}
+    assert nonzero == {"call": 1, "route_4d": 1, "unit_nest": 1, "unit_planes": 2, "unit_batches": 2, "unit_rows": 6,
+                       "unit_bytes": 6}  # fmt: skip
+    strided = layout.FORMULAS["arm_transpose_s8"].features(
+        transpose_params((2, 2, 3, 2), (0, 2, 3, 1)), "dsp"
+    )
+    assert (strided["batches"], strided["planes"], strided["rows"], strided["elements"]) == (2, 4, 12, 24)
+    one_d = layout.FORMULAS["arm_transpose_s8"].features(transpose_params((37,), (0,)), "dsp")
+    assert (
+        one_d["memcpy_copy_calls"] == 1
+        and one_d["memcpy_copy_quads"] == 2
+        and one_d["memcpy_copy_tails"] == 1
+    )
+
+
+def test_unit_rows_split_the_word_loop_tail_from_the_byte_loop():
+    f = layout.FORMULAS["arm_transpose_s8"].features(transpose_params((2, 3, 11), (1, 0, 2)), "dsp")
+    assert (f["unit_long_3d"], f["unit_words_3d"], f["unit_tails_3d"], f["unit_tail_rows_3d"], f["unit_bytes_3d"]) == (
+        6, 12, 18, 6, 0)  # fmt: skip
+    f = layout.FORMULAS["arm_transpose_s8"].features(transpose_params((2, 3, 5), (1, 0, 2)), "dsp")
+    assert (f["unit_long_3d"], f["unit_tails_3d"], f["unit_bytes_3d"]) == (0, 0, 30)
+
+
+def test_max_pool_clamps_once_per_batch():
+    p = pooling.pool_params((3, 4, 4, 5), (2, 2), (2, 2))
+    f = pooling.FORMULAS["arm_max_pool_s8"].features(p, "mve", arch=None)
+    assert f["batches"] == 3 and f["clamp_blocks"] == 3 * 2  # ⌈4·5/16⌉ per batch, not ⌈60/16⌉
+    f = pooling.FORMULAS["arm_max_pool_s8"].features(p, "dsp", arch=None)
+    assert f["clamp_blocks"] == 3 * 5 and f["clamp_tail"] == 0
+    assert pooling.FORMULAS["arm_avgpool_s8"].features(p, "mve")["batches"] == 3
+
+
+def test_the_sweep_covers_what_the_random_cases_exposed():
+    shapes = dict.fromkeys(("elementwise", "layout", "pooling", "conv", "activation"))
+    for family in shapes:
+        shapes[family] = sweep(family, "cmsis-nn")
+    assert any(s["block_size"] < 4 for fn, s in shapes["elementwise"] if fn == "arm_elementwise_mul_s8")
+    walks = [
+        {k for k, v in _minmax_from(s).items() if v}
+        for fn, s in shapes["elementwise"]
+        if fn == "arm_maximum_s8"
+    ]
+    for level in ("top", "batch", "row", "col"):
+        for kind in ("same", "scalar"):
+            assert sum(f"{level}_{kind}" in w for w in walks) >= 2, (level, kind)  # one may be held out
+    assert any(s.get("num_dims") == 1 for fn, s in shapes["layout"] if fn == "arm_transpose_s8")
+    assert any(s["pre_pad.n"] > 0 for fn, s in shapes["layout"] if fn == "arm_pad_s8")
+    pools = [s for fn, s in shapes["pooling"] if fn == "arm_avgpool_s8"]
+    assert any(s["output_dims.h"] * s["output_dims.w"] == 1 for s in pools)  # single pixels
+    assert any(s["input_dims.n"] > 1 for s in pools) and any(
+        s["stride.h"] > s["filter_dims.h"] for s in pools
+    )
+    direct = [s for fn, s in shapes["conv"] if fn == "arm_transpose_conv_s8"]
+    assert any(s["input_dims.c"] > 16 for s in direct) and any(s["stride.h"] != s["stride.w"] for s in direct)
+    assert {s["size"] % 16 for fn, s in shapes["activation"] if fn == "arm_relu6_s8"} >= {0, 1, 14, 15}
+
+
+def _minmax_from(p) -> dict[str, float]:
+    return elementwise.FORMULAS["arm_maximum_s8"].features(p, "dsp")
+
+
+#: Random conformance cases (seed 0) that were far off before these features, with their
+#: instruction-timed cycles on the real CMSIS-NN: (core, function, shape params, measured
+#: cycles, case). The estimate must land within ±15% (issue 18's per-case target); before the
+#: fixes these were off by the amount in the comment.
+MEASURED = [
+    ("cortex-m55", "arm_maximum_s8", {"input_1_dims.n": 1, "input_1_dims.h": 1, "input_1_dims.w": 1, "input_1_dims.c": 1,
+     "input_2_dims.n": 6, "input_2_dims.h": 4, "input_2_dims.w": 5, "input_2_dims.c": 6, "output_dims.n": 6,
+     "output_dims.h": 4, "output_dims.w": 5, "output_dims.c": 6}, 784, "arm_maximum_s8/0_00043"),  # was -29%
+    ("cortex-m4", "arm_transpose_s8", {"num_dims": 3, "input_dims.n": 3, "input_dims.h": 3, "input_dims.w": 1,
+     "input_dims.c": 1, "permutations[0]": 1, "permutations[1]": 0, "permutations[2]": 2}, 403,
+     "arm_transpose_s8/0_00014"),  # was -41%
+    ("cortex-m4", "arm_transpose_s8", {"num_dims": 4, "input_dims.n": 2, "input_dims.h": 1, "input_dims.w": 3,
+     "input_dims.c": 1, "permutations[0]": 0, "permutations[1]": 2, "permutations[2]": 3, "permutations[3]": 1}, 396,
+     "arm_transpose_s8/0_00049"),  # was -35%
+    ("cortex-m55", "arm_relu6_s8", {"size": 14}, 139, "arm_relu6_s8/0_00080"),  # was -66%
+    ("cortex-m55", "arm_transpose_conv_s8", {"padding_offsets.h": 1, "padding_offsets.w": 2, "stride.h": 1,
+     "stride.w": 1, "padding.h": 0, "padding.w": 1, "dilation.h": 1, "dilation.w": 1, "input_dims.n": 1,
+     "input_dims.h": 2, "input_dims.w": 3, "input_dims.c": 21, "filter_dims.n": 8, "filter_dims.h": 2,
+     "filter_dims.w": 4, "filter_dims.c": 21, "output_dims.n": 1, "output_dims.h": 2, "output_dims.w": 3,
+     "output_dims.c": 8}, 21960, "arm_transpose_conv_s8/0_00075"),  # was +42%
+    ("cortex-m4", "arm_pad_s8", {"input_size.n": 3, "input_size.h": 1, "input_size.w": 1, "input_size.c": 2,
+     "pre_pad.n": 2, "pre_pad.h": 0, "pre_pad.w": 1, "pre_pad.c": 0, "post_pad.n": 0, "post_pad.h": 0,
+     "post_pad.w": 2, "post_pad.c": 0}, 922, "arm_pad_s8/0_00002"),  # was -21%
+    ("cortex-m55", "arm_elementwise_mul_s8", {"block_size": 4}, 106, "arm_elementwise_mul_s8/0_00017"),  # was +27%
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("core, function, params, measured, case", MEASURED, ids=[m[-1] for m in MEASURED])
+def test_exposed_cases_are_priced_within_15_percent(core, function, params, measured, case):
+    """15%: the per-case bound of issue 18 (a fitted estimate against one exact measurement)."""
+    cost = estimate_call(function, params, core, library="cmsis-nn")
+    assert cost.cycles == pytest.approx(measured, rel=0.15), case
+
+
+def test_transpose_conv_features_count_mve_passes_per_tap():
+    from isa_models.cortex_m.conv.sweep import _transpose_shape
+
+    f = conv.FORMULAS["arm_transpose_conv_s8"].features(
+        _transpose_shape((1, 2, 4, 24), (4, 4, 3), (3, 1)), "mve"
+    )
+    assert f["quad_blocks"] == 2 * f["quad_taps"]  # ⌈24/16⌉ predicated passes per tap
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CMSIS_NN_DIR"), reason="set CMSIS_NN_DIR to the CMSIS-NN checkout of 99f736a"
+)
+def test_stored_random_case_measurements_regenerate():
+    """The stored measurements table (d) re-prices are what QEMU measures again (exact and
+    repeatable): a few cases of the fixed functions on the M4, one QEMU start."""
+    from refsim.qemu import missing_toolchain
+
+    if (reason := missing_toolchain()) is not None:
+        pytest.skip(reason)
+    from refsim.conformance import vectors as vec
+    from refsim.qemu import conformance as qc
+    from refsim.qemu import timing_cli
+
+    doc = json.loads(RANDOM_MEASURED.read_text())
+    stored = doc["cores"]["cortex-m4"]["measured"]
+    cases = [c for fn in ("arm_maximum_s8", "arm_transpose_s8", "arm_pad_s8", "arm_elementwise_mul_s8")
+             for c in vec.generate_cases(fn, 3, doc["seed"])]  # fmt: skip
+    target = qc.resolve_target(None, "cortex-m4", Path(os.environ["CMSIS_NN_DIR"]))
+    labelled, _ = timing_cli.count_cycles(
+        target, cases, cpu="cortex-m4", system=None, runnable=frozenset(c.function for c in cases)
+    )
+    assert {label: [t.instructions, t.cycles] for label, t in labelled} == {
+        c.label: stored[c.label] for c in cases
+    }
+
+
+def test_transpose_conv_with_a_null_bias_resets_its_buffer_by_memset():
+    from isa_models.cortex_m.conv.sweep import _transpose_shape
+
+    p = _transpose_shape((1, 1, 3, 4), (1, 5, 3), (1, 2))
+    with_bias = conv.FORMULAS["arm_transpose_conv_s8"].features(p, "dsp")
+    null = conv.FORMULAS["arm_transpose_conv_s8"].features({**p, "bias_is_null": 1}, "dsp")
+    assert with_bias["copy_calls"] == 35 and with_bias["set_calls"] == 0  # a bias copy per buffer pixel
+    assert null["copy_calls"] == 0 and null["set_calls"] >= 1  # one memset (and one per flushed row)
+    from refsim.commands.conformance_estimate import case_params
+    from refsim.conformance import vectors as vec
+
+    drawn = [c for c in vec.generate_cases("arm_transpose_conv_s8", 12, 0) if c.params.get("bias_is_null")]
+    assert drawn and all(case_params(c)["bias_is_null"] == 1 for c in drawn)
