@@ -1,22 +1,73 @@
-"""The single numba decorator every fast path uses.
+"""The single decorator every fast path uses, and where its machine code comes from.
 
-``cache=True`` so a warm process skips compilation; never ``fastmath`` (golden numerics
-must not let LLVM reassociate or contract anything); ``nogil`` so callers may thread.
+``@jit`` makes a `Kernel`: the Python function, compiled by numba (``cache=True``, ``nogil``,
+never ``fastmath``: golden numerics must not let LLVM reassociate or contract anything). Nothing
+is compiled, loaded or even imported at decoration: a process that runs one KWS program should not
+pay for numba's import (~0.2-0.3 s of CPU) nor for the ~100 kernels it never calls. A kernel finds
+its machine code on its first call, for the argument types of that call (`Kernel.resolve`):
 
-Numba's on-disk cache is keyed by the *calling* function's source file only: a change to a
-helper in another module (say ``fixedpoint.requantize``) would leave every kernel that
-inlined it stale. We therefore put the cache in a directory named after a hash of all
-kernels_py sources, so any edit to the golden numerics starts a fresh cache. A
-user-provided ``NUMBA_CACHE_DIR`` stays the base directory.
+1. **Ahead of time.** ``python -m refsim.aot`` (run by ``make venv``) compiles every specialization
+   the bundled programs and the conformance vectors call into one extension module with numba's
+   AOT compiler (``numba.pycc``): the same numba, the same typed IR and LLVM passes as the JIT, for
+   the host CPU, GIL released as with ``nogil``. The process that loads it never imports numba. A
+   call is routed there only when its argument types are *exactly* a compiled specialization
+   (`signature_key`: dtype, rank, layout, writeable and aligned flags per array, as numba's
+   ``typeof`` sees them; an AOT entry point does not check its arguments);
+2. **Just in time**, for anything else: numba is imported and the kernel's dispatcher made (loading
+   from numba's on-disk cache, or compiling) on first use. Inside numba code a `Kernel` is seen as
+   its dispatcher (``_numba_type_``), so kernels call each other as before.
+
+``REFSIM_AOT=0`` (or ``NUMBA_DISABLE_JIT=1``, which runs the plain Python) turns the AOT path off.
+
+Both caches live in a directory named after a hash of all kernels_py sources and numba's version:
+numba's cache is keyed by the *calling* function's file only, so an edit to a helper in another
+module (say ``fixedpoint.requantize``) would leave every kernel that inlined it stale; with the hash
+any edit to the golden numerics starts fresh caches (and, until ``python -m refsim.aot`` runs
+again, the JIT). A user-provided ``NUMBA_CACHE_DIR`` stays the base directory.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
+import importlib.util
+import json
 import os
+import re
+import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import numba
+import numpy as np
+
+#: Name of the extension module (its ``PyInit_`` symbol) that holds the AOT-compiled kernels.
+AOT_MODULE = "_refsim_kernels"
+#: What `signature_key` names: numpy dtypes numba types the same way in every specialization.
+_DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64".split())
+
+AOT_ENABLED = os.environ.get("REFSIM_AOT", "1") != "0" and os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0")
+#: While not None (``python -m refsim.aot`` records a workload), every call that reaches the JIT
+#: appends ``(kernel id, signature key, numba argument types)`` here.
+RECORDING: list[tuple[str, tuple[str, ...], tuple]] | None = None
+#: Dispatchers are made with ``cache=False`` when False (the AOT build links callees as LLVM IR,
+#: which a dispatcher loaded from numba's cache, as object code, cannot give).
+CACHE = True
+
+KERNELS: dict[str, Kernel] = {}
+_lock = threading.RLock()
+_aot_table: dict[tuple[str, tuple[str, ...]], Callable[..., Any]] | None = None
+
+
+def _numba_version() -> str:
+    """numba's version, read from its ``_version.py`` without importing numba."""
+    spec = importlib.util.find_spec("numba")
+    if spec is None or not spec.submodule_search_locations:
+        return "none"
+    text = (Path(next(iter(spec.submodule_search_locations))) / "_version.py").read_text()
+    found = re.search(r'"version":\s*"([^"]+)"', text)
+    return found.group(1) if found else "unknown"
 
 
 def _sources_digest() -> str:
@@ -24,17 +75,162 @@ def _sources_digest() -> str:
     for path in sorted(Path(__file__).parent.rglob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
-    h.update(numba.__version__.encode())
+    h.update(_numba_version().encode())
     return h.hexdigest()[:16]
 
 
-def _cache_dir() -> str:
+def cache_dir() -> str:
+    """numba's cache directory for the current kernels_py sources and numba version."""
     base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache"), "refsim", "numba"
     )
     return os.path.join(base, _sources_digest())
 
 
-numba.config.CACHE_DIR = _cache_dir()
+def _cpu_id() -> str:
+    """The host CPU (model and feature flags): AOT code is compiled for it, and would fault on another."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            lines = [ln for ln in f.read(1 << 16).splitlines() if ln.startswith(("model name", "flags"))][:2]
+    except OSError:
+        import platform
 
-jit = numba.njit(cache=True, nogil=True)
+        lines = [platform.machine(), platform.processor()]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
+
+
+def aot_dir() -> Path:
+    """Where the AOT extension of the current sources lives: under `cache_dir`, per Python ABI, numpy
+    version and host CPU."""
+    tag = importlib.machinery.EXTENSION_SUFFIXES[0].strip(".").replace(".so", "")
+    return Path(cache_dir()) / "aot" / f"{tag}-numpy{np.__version__}-{_cpu_id()}"
+
+
+def signature_key(args: tuple) -> tuple[str, ...] | None:
+    """The argument types as numba's ``typeof`` would give them, as strings; None for anything this
+    does not model (then the call goes to the JIT, which types it itself)."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            dt = a.dtype
+            if dt.name not in _DTYPES or not dt.isnative:
+                return None
+            f = a.flags
+            layout = "C" if f.c_contiguous else "F" if f.f_contiguous else "A"
+            key.append(f"{dt.name}:{a.ndim}{layout}{'' if f.writeable else 'r'}{'' if f.aligned else 'u'}")
+        elif t is int:
+            if a.bit_length() >= 64:  # numba: uint64 or an error
+                return None
+            key.append("int64")
+        elif t is float:
+            key.append("float64")
+        elif t is bool:
+            key.append("bool")
+        elif isinstance(a, np.generic) and a.dtype.name in _DTYPES:
+            key.append(f"np.{a.dtype.name}")
+        else:
+            return None
+    return tuple(key)
+
+
+def _load_aot() -> dict[tuple[str, tuple[str, ...]], Callable[..., Any]]:
+    """The AOT entry points of the current sources, by (kernel id, signature key); empty when
+    none is built."""
+    global _aot_table
+    with _lock:
+        if _aot_table is not None:
+            return _aot_table
+        table: dict = {}
+        folder = aot_dir()
+        manifest = folder / "manifest.json"
+        library = folder / (AOT_MODULE + importlib.machinery.EXTENSION_SUFFIXES[0])
+        if AOT_ENABLED and manifest.exists() and library.exists():
+            spec = importlib.util.spec_from_file_location(AOT_MODULE, library)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            for entry in json.loads(manifest.read_text())["entries"]:
+                table[(entry["kernel"], tuple(entry["key"]))] = getattr(module, entry["symbol"])
+        _aot_table = table
+        return table
+
+
+class Kernel:
+    """A ``@jit`` function: called like the function, it runs the AOT-compiled specialization of
+    the argument types when there is one, else numba's dispatcher (see the module docstring)."""
+
+    def __init__(self, py_func: Callable[..., Any]) -> None:
+        self.py_func = py_func
+        self.__name__ = py_func.__name__
+        self.__qualname__ = py_func.__qualname__
+        self.__module__ = py_func.__module__
+        self.__doc__ = py_func.__doc__
+        self.__wrapped__ = py_func
+        self.id = f"{py_func.__module__}:{py_func.__qualname__}"
+        self._dispatcher: Any = None
+        KERNELS[self.id] = self
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.id}>"
+
+    @property
+    def dispatcher(self) -> Any:
+        """numba's dispatcher (made, and numba imported, on first use)."""
+        if self._dispatcher is None:
+            with _lock:
+                if self._dispatcher is None:
+                    import numba
+
+                    numba.config.CACHE_DIR = cache_dir()
+                    self._dispatcher = numba.njit(cache=CACHE, nogil=True)(self.py_func)
+        return self._dispatcher
+
+    @property
+    def _numba_type_(self) -> Any:
+        """How numba types a `Kernel` referenced from compiled code: as its dispatcher."""
+        from numba.core import types
+
+        return types.Dispatcher(self.dispatcher)
+
+    def resolve(self, *args: Any) -> Callable[..., Any]:
+        """The callable that computes ``self(*args)``: an AOT entry point compiled for exactly these
+        argument types, or numba's dispatcher. A caller that calls again with arguments of the same
+        types (a prepared op) may keep it."""
+        key = signature_key(args)
+        if key is not None:
+            table = _aot_table if _aot_table is not None else _load_aot()
+            fn = table.get((self.id, key))
+            if fn is not None:
+                return fn
+        dispatcher = self.dispatcher
+        if RECORDING is not None and key is not None and dispatcher is not self.py_func:
+            RECORDING.append((self.id, key, tuple(dispatcher.typeof_pyval(a) for a in args)))
+        return dispatcher
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            return self.dispatcher(*args, **kwargs)
+        return self.resolve(*args)(*args)
+
+
+def jit(fn: Callable[..., Any]) -> Kernel:
+    """Decorate a fast path (see the module docstring)."""
+    return Kernel(fn)
+
+
+def resolve(fn: Any, *args: Any) -> Callable[..., Any]:
+    """``fn.resolve(*args)`` for a `Kernel`, else ``fn`` itself (a public wrapper, a plain function)."""
+    return fn.resolve(*args) if isinstance(fn, Kernel) else fn
+
+
+def aot_used() -> bool:
+    """Whether an AOT extension is loaded in this process (for reports and tests)."""
+    return bool(_aot_table)
+
+
+def reset_aot() -> None:
+    """Forget the loaded AOT table (tests switch between paths; the module itself stays loaded)."""
+    global _aot_table
+    with _lock:
+        _aot_table = None

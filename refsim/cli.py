@@ -9,10 +9,9 @@ one line on stderr and exit status 2; a conformance mismatch is exit status 1.
 from __future__ import annotations
 
 import sys
-from importlib.metadata import entry_points
+from typing import Any
 
 import typer
-from rich.console import Console
 
 from refsim.errors import USER_ERRORS
 
@@ -23,8 +22,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# Piped output (CI logs, files) gets a wide console so tables of op names stay readable.
-console = Console() if sys.stdout.isatty() else Console(width=160)
 
 
 @app.callback()
@@ -32,7 +29,25 @@ def _root() -> None:
     """Golden model for int8 inference on Arm Cortex-M and Ethos-U."""
 
 
-err_console = Console(stderr=True)
+def _console(name: str) -> Any:
+    """``console`` (stdout) or ``err_console``: rich consoles, made on first use (importing rich
+    costs ~40 ms, which ``refsim run -q`` does not need)."""
+    value = globals().get(name)
+    if value is None:
+        from rich.console import Console
+
+        if name == "err_console":
+            value = Console(stderr=True)
+        else:  # piped output (CI logs, files) gets a wide console so tables of op names stay readable
+            value = Console() if sys.stdout.isatty() else Console(width=160)
+        globals()[name] = value
+    return value
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("console", "err_console"):
+        return _console(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Built-in subcommands: command name -> its module under refsim.commands (which registers it on import).
@@ -50,11 +65,24 @@ def _load_commands(only: str | None = None) -> None:
 
 def _load_plugins() -> None:
     """Let installed packages add subcommands: ``register(app)`` per ``refsim.commands`` entry."""
+    from importlib.metadata import entry_points
+
     for ep in entry_points(group="refsim.commands"):
         try:
             ep.load()(app)
         except ImportError as exc:  # e.g. torch missing for `compile`: keep the runtime usable
-            err_console.print(f"[yellow]refsim: plugin {ep.name!r} unavailable: {exc}[/]")
+            _console("err_console").print(f"[yellow]refsim: plugin {ep.name!r} unavailable: {exc}[/]")
+
+
+#: Built-in commands whose plain command lines skip typer's parsing (refsim.commands._argv): the
+#: function to call, filled when the command's module registers it.
+DIRECT: dict[str, Any] = {}
+
+
+def _direct(command: str, argv: list[str]) -> dict[str, Any] | None:
+    from refsim.commands._argv import direct_kwargs
+
+    return direct_kwargs(DIRECT[command], argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,11 +94,15 @@ def main(argv: list[str] | None = None) -> int:
         _load_commands()
         _load_plugins()
     try:
-        # standalone mode: click reports usage errors itself (status 2) and ends every run
-        # with SystemExit; turn that into a return value so main() is callable in-process.
-        app(args=argv, prog_name="refsim")
+        kwargs = _direct(command, args[1:]) if command in DIRECT else None
+        if kwargs is not None:
+            DIRECT[command](**kwargs)
+        else:
+            # standalone mode: click reports usage errors itself (status 2) and ends every run
+            # with SystemExit; turn that into a return value so main() is callable in-process.
+            app(args=argv, prog_name="refsim")
     except USER_ERRORS as exc:
-        err_console.print(f"refsim: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        _console("err_console").print(f"refsim: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 2
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -17,9 +17,8 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from rich.table import Table
 
-from refsim.cli import app, console
+from refsim.cli import DIRECT, app
 from refsim.errors import RefsimError
 
 ISAS = ("scalar", "dsp", "mve")
@@ -180,6 +179,9 @@ def run(
     if quiet:
         print(" ".join(f"output{k}{list(a.shape)}" for k, a in enumerate(arrays.values())))
         return
+    from rich.table import Table
+
+    from refsim.cli import console
     if estimate is not None:
         from refsim.commands.estimate_view import print_estimate
 
@@ -200,6 +202,9 @@ def run(
     console.print(
         f"{sum(o['macs'] for o in ops):,} MACs in {wall * 1e3:.2f} ms on the host (warm)", highlight=False
     )
+
+
+DIRECT["run"] = run  # `refsim run` start-up: plain command lines skip typer's coercion
 
 
 def _save_npz(path: Path, arrays: dict, option: str) -> None:
