@@ -28,13 +28,13 @@ again, the JIT). A user-provided ``NUMBA_CACHE_DIR`` stays the base directory.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
 import json
 import os
 import re
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -45,9 +45,14 @@ import numpy as np
 #: Name of the extension module (its ``PyInit_`` symbol) that holds the AOT-compiled kernels.
 AOT_MODULE = "_refsim_kernels"
 #: What `signature_key` names: numpy dtypes numba types the same way in every specialization.
-_DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64".split())
+_DTYPES = frozenset(
+    ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
+)
 
-AOT_ENABLED = os.environ.get("REFSIM_AOT", "1") != "0" and os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0")
+AOT_ENABLED = os.environ.get("REFSIM_AOT", "1") != "0" and os.environ.get("NUMBA_DISABLE_JIT", "") in (
+    "",
+    "0",
+)
 #: While not None (``python -m refsim.aot`` records a workload), every call that reaches the JIT
 #: appends ``(kernel id, signature key, numba argument types)`` here.
 RECORDING: list[tuple[str, tuple[str, ...], tuple]] | None = None
@@ -70,6 +75,7 @@ def _numba_version() -> str:
     return found.group(1) if found else "unknown"
 
 
+@functools.cache
 def _sources_digest() -> str:
     h = hashlib.sha256()
     for path in sorted(Path(__file__).parent.rglob("*.py")):

@@ -21,7 +21,6 @@ from types import NoneType, UnionType
 from typing import Any
 
 
-
 def _strict(kind: type, pattern: str) -> Any:
     """``kind(text)`` for text in the plain form (no spaces, underscores, ``inf``: typer's own rules
     decide those), else ValueError."""

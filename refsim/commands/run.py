@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-import zipfile
 from pathlib import Path
 from typing import Annotated
 
@@ -182,6 +181,7 @@ def run(
     from rich.table import Table
 
     from refsim.cli import console
+
     if estimate is not None:
         from refsim.commands.estimate_view import print_estimate
 
@@ -221,6 +221,8 @@ def _inputs(program, method, path: Path | None, seed: int) -> list:
 
     given: dict[str, np.ndarray] = {}
     if path is not None:
+        import zipfile
+
         if not path.exists():
             raise RefsimError(f"{path}: no such file")
         try:
