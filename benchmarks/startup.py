@@ -8,7 +8,8 @@ One warm-up run (fills numba's cache, writes bytecode), then ``--runs`` timed ru
 checkout measured (this one, or ``--checkout DIR``: e.g. an export of the commit before this work)
 and bytecode writing on, as a user's install has it. Per run, from ``os.wait4``: wall seconds, CPU
 seconds (user + system) and the child's peak RSS. Then one ``-X importtime`` run: the top-10
-packages by their modules' own import time, and the top-10 modules by cumulative time.
+packages by their modules' own import time, and the top-10 modules by cumulative time; and one
+``cProfile`` run: the calls with the most cumulative time.
 
 ``--no-aot`` sets ``REFSIM_AOT=0`` (the JIT path: numba's dispatchers and on-disk cache). The
 machine is shared: the load average (1 min) is recorded before and after, and the CPU time is the
@@ -81,6 +82,35 @@ def importtime(cmd: list[str], env: dict[str, str], cwd: Path) -> dict:
     }
 
 
+def profile(cmd: list[str], env: dict[str, str], cwd: Path, top: int = 12) -> dict:
+    """One run under cProfile: the entries with the most cumulative time (the import machinery's own
+    frames left out, so the modules and calls that cost show), and the most own time."""
+    import pstats
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.prof"
+        subprocess.run([cmd[0], "-m", "cProfile", "-o", str(out), *cmd[1:]], env=env, cwd=cwd, check=True,
+                       capture_output=True)  # fmt: skip
+        stats = pstats.Stats(str(out)).stats  # type: ignore[attr-defined]
+
+    def name(fn: tuple) -> str:
+        file, line, func = fn
+        for marker in ("site-packages/", "/lib/python3"):
+            if marker in file:
+                file = file.split(marker, 1)[1]
+        file = file.replace(str(cwd) + "/", "")
+        return f"{file}:{line}({func})"
+
+    skip = ("<frozen", "{built-in method builtins.exec}", "{built-in method builtins.__import__}")
+    rows = [(name(fn), ct, tt) for fn, (_, _, tt, ct, _) in stats.items()]
+    rows = [r for r in rows if not r[0].startswith(skip) and "importlib/__init__" not in r[0]]
+    return {
+        "cumulative_s": {n: round(ct, 3) for n, ct, _ in sorted(rows, key=lambda r: -r[1])[:top]},
+        "own_s": {n: round(tt, 3) for n, _, tt in sorted(rows, key=lambda r: -r[2])[:top]},
+    }
+
+
 def git_commit(checkout: Path) -> str:
     done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
     return done.stdout.strip() or "not a git checkout"
@@ -104,6 +134,7 @@ def main() -> int:
     timed(cmd, env, checkout)  # warm-up
     runs = [timed(cmd, env, checkout) for _ in range(args.runs)]
     imports = importtime(cmd, env, checkout)
+    profiled = profile(cmd, env, checkout)
     load_after = os.getloadavg()[0]
 
     def med(key: str) -> float:
@@ -124,6 +155,7 @@ def main() -> int:
         "median_peak_rss_mib": round(med("peak_rss_mib"), 1),
         "target_wall_s": TARGET_S,
         "importtime": imports,
+        "cprofile": profiled,
     }
     print(f"{label}: {result['command']}")
     print(f"  load average {load_before:.2f} -> {load_after:.2f}; {args.runs} runs after a warm-up")
@@ -138,6 +170,10 @@ def main() -> int:
     print("  top-level imports (cumulative ms):")
     for name, ms in imports["top_imports_cumulative_ms"].items():
         print(f"    {ms:8.1f}  {name}")
+
+    print("  cProfile, cumulative s (one run, profiler overhead included):")
+    for name, sec in profiled["cumulative_s"].items():
+        print(f"    {sec:8.3f}  {name}")
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     saved = json.loads(args.out.read_text()) if args.out.exists() else {}

@@ -44,9 +44,21 @@ import numpy as np
 
 #: Name of the extension module (its ``PyInit_`` symbol) that holds the AOT-compiled kernels.
 AOT_MODULE = "_refsim_kernels"
-#: What `signature_key` names: numpy dtypes numba types the same way in every specialization.
-_DTYPES = frozenset(
-    ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
+#: ... and of the one that computes `signature_key` in C (kernels_py/_typekey.c).
+TYPEKEY_MODULE = "_refsim_typekey"
+#: The dtypes `signature_key` tells apart (numba types each as the scalar type of that name).
+_TYPES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
 )
 
 AOT_ENABLED = os.environ.get("REFSIM_AOT", "1") != "0" and os.environ.get("NUMBA_DISABLE_JIT", "") in (
@@ -55,14 +67,16 @@ AOT_ENABLED = os.environ.get("REFSIM_AOT", "1") != "0" and os.environ.get("NUMBA
 )
 #: While not None (``python -m refsim.aot`` records a workload), every call that reaches the JIT
 #: appends ``(kernel id, signature key, numba argument types)`` here.
-RECORDING: list[tuple[str, tuple[str, ...], tuple]] | None = None
+RECORDING: list[tuple[str, tuple[int, ...], tuple]] | None = None
 #: Dispatchers are made with ``cache=False`` when False (the AOT build links callees as LLVM IR,
 #: which a dispatcher loaded from numba's cache, as object code, cannot give).
 CACHE = True
 
 KERNELS: dict[str, Kernel] = {}
 _lock = threading.RLock()
-_aot_table: dict[tuple[str, tuple[str, ...]], Callable[..., Any]] | None = None
+_aot_table: dict[str, dict[tuple[int, ...], Callable[..., Any]]] | None = None
+#: Bumped whenever `_aot_table` changes, so each kernel refreshes the entries it cached.
+_generation = 0
 
 
 def _numba_version() -> str:
@@ -78,7 +92,7 @@ def _numba_version() -> str:
 @functools.cache
 def _sources_digest() -> str:
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
+    for path in sorted([*Path(__file__).parent.rglob("*.py"), Path(__file__).with_name("_typekey.c")]):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     h.update(_numba_version().encode())
@@ -112,54 +126,116 @@ def aot_dir() -> Path:
     return Path(cache_dir()) / "aot" / f"{tag}-numpy{np.__version__}-{_cpu_id()}"
 
 
-def signature_key(args: tuple) -> tuple[str, ...] | None:
-    """The argument types as numba's ``typeof`` would give them, as strings; None for anything this
-    does not model (then the call goes to the JIT, which types it itself)."""
+def _type_index() -> dict[int, int]:
+    """numpy type number -> position in `_TYPES` (``long`` and ``longlong`` are both int64 here)."""
+    index = {}
+    for code in np.typecodes["All"]:
+        dt = np.dtype(code)
+        if dt.name in _TYPES:
+            index[dt.num] = _TYPES.index(dt.name)
+    return index
+
+
+_INDEX = _type_index()
+_INT64, _FLOAT64, _BOOL = _TYPES.index("int64"), _TYPES.index("float64"), _TYPES.index("bool")
+#: numpy's array flag bits (ndarraytypes.h: NPY_ARRAY_C_CONTIGUOUS, F_CONTIGUOUS, ALIGNED, WRITEABLE).
+_C, _F, _ALIGNED, _WRITEABLE = 0x1, 0x2, 0x100, 0x400
+_ARRAY = 1 << 16
+
+
+def signature_key(args: tuple) -> tuple[int, ...] | None:
+    """The argument types as numba's ``typeof`` gives them, one int each: for an array its dtype,
+    rank, layout (C, else F, else A, as numba's ``map_layout``), writeable and aligned flags; for a
+    scalar its type (a Python int is int64, a float float64, as numba types them). None for anything
+    this does not model (the call then goes to the JIT, which types it itself). This runs on every
+    call a Python function makes to a kernel, so it reads only C-level attributes (``dtype.name``
+    is a Python property, ~10x slower)."""
     key = []
     for a in args:
         t = type(a)
         if t is np.ndarray:
             dt = a.dtype
-            if dt.name not in _DTYPES or not dt.isnative:
+            index = _INDEX.get(dt.num)
+            if index is None or not dt.isnative:
                 return None
-            f = a.flags
-            layout = "C" if f.c_contiguous else "F" if f.f_contiguous else "A"
-            key.append(f"{dt.name}:{a.ndim}{layout}{'' if f.writeable else 'r'}{'' if f.aligned else 'u'}")
+            f = a.flags.num
+            layout = 0 if f & _C else 1 if f & _F else 2
+            aligned = 1 if f & _ALIGNED else 0
+            writeable = 1 if f & _WRITEABLE else 0
+            key.append(_ARRAY | index | a.ndim << 4 | layout << 12 | writeable << 14 | aligned << 15)
         elif t is int:
             if a.bit_length() >= 64:  # numba: uint64 or an error
                 return None
-            key.append("int64")
+            key.append(_INT64)
         elif t is float:
-            key.append("float64")
+            key.append(_FLOAT64)
         elif t is bool:
-            key.append("bool")
-        elif isinstance(a, np.generic) and a.dtype.name in _DTYPES:
-            key.append(f"np.{a.dtype.name}")
+            key.append(_BOOL)
+        elif isinstance(a, np.generic) and a.dtype.num in _INDEX:
+            key.append(_INDEX[a.dtype.num])  # np.int64(1) types as 1 does, np.bool_ as True
         else:
             return None
     return tuple(key)
 
 
-def _load_aot() -> dict[tuple[str, tuple[str, ...]], Callable[..., Any]]:
-    """The AOT entry points of the current sources, by (kernel id, signature key); empty when
-    none is built."""
-    global _aot_table
+def describe_key(key: tuple[int, ...]) -> str:
+    """`signature_key` as text (``int8[4 C]``, ``int8[2 A readonly unaligned]``, ``int64``)."""
+    parts = []
+    for code in key:
+        name = _TYPES[code & 0xF]
+        if code & _ARRAY:
+            flags = ["CFA"[code >> 12 & 3]]
+            flags += [] if code >> 14 & 1 else ["readonly"]
+            flags += [] if code >> 15 & 1 else ["unaligned"]
+            name = f"{name}[{code >> 4 & 0xFF} {' '.join(flags)}]"
+        parts.append(name)
+    return ", ".join(parts)
+
+
+def _python_signature_key(args: tuple) -> tuple[int, ...] | None:
+    return signature_key(args)
+
+
+#: `signature_key` as the routing uses it: the C build beside the AOT extension (kernels_py/_typekey.c,
+#: the same codes at about the cost of numba's own dispatch), else the Python one.
+_key: Callable[[tuple], tuple[int, ...] | None] = _python_signature_key
+
+
+def _import(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _load_aot() -> dict[str, dict[tuple[int, ...], Callable[..., Any]]]:
+    """The AOT entry points of the current sources, by kernel id and signature key; empty when none
+    is built (or ``REFSIM_AOT=0``)."""
+    global _aot_table, _key
     with _lock:
         if _aot_table is not None:
             return _aot_table
-        table: dict = {}
+        table: dict[str, dict[tuple[int, ...], Callable[..., Any]]] = {}
         folder = aot_dir()
         manifest = folder / "manifest.json"
-        library = folder / (AOT_MODULE + importlib.machinery.EXTENSION_SUFFIXES[0])
-        if AOT_ENABLED and manifest.exists() and library.exists():
-            spec = importlib.util.spec_from_file_location(AOT_MODULE, library)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+        suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+        if AOT_ENABLED and manifest.exists() and (folder / (AOT_MODULE + suffix)).exists():
+            module = _import(AOT_MODULE, folder / (AOT_MODULE + suffix))
             for entry in json.loads(manifest.read_text())["entries"]:
-                table[(entry["kernel"], tuple(entry["key"]))] = getattr(module, entry["symbol"])
-        _aot_table = table
+                table.setdefault(entry["kernel"], {})[tuple(entry["key"])] = getattr(module, entry["symbol"])
+            if (folder / (TYPEKEY_MODULE + suffix)).exists():
+                _key = _import(TYPEKEY_MODULE, folder / (TYPEKEY_MODULE + suffix)).signature_key
+        set_aot_table(table)
         return table
+
+
+def set_aot_table(table: dict[str, dict[tuple[int, ...], Callable[..., Any]]] | None) -> None:
+    """Install an AOT table (None: load it again on the next call); kernels drop what they cached."""
+    global _aot_table, _generation
+    with _lock:
+        _aot_table = table
+        _generation += 1
 
 
 class Kernel:
@@ -175,6 +251,9 @@ class Kernel:
         self.__wrapped__ = py_func
         self.id = f"{py_func.__module__}:{py_func.__qualname__}"
         self._dispatcher: Any = None
+        #: This kernel's AOT entry points by signature key, as of table generation `_seen`.
+        self._entries: dict[tuple[int, ...], Callable[..., Any]] = {}
+        self._seen = -1
         KERNELS[self.id] = self
 
     def __repr__(self) -> str:
@@ -199,24 +278,36 @@ class Kernel:
 
         return types.Dispatcher(self.dispatcher)
 
+    def _aot(self) -> dict[tuple[int, ...], Callable[..., Any]]:
+        if self._seen != _generation or _aot_table is None:
+            table = _aot_table if _aot_table is not None else _load_aot()
+            self._entries, self._seen = table.get(self.id, {}), _generation
+        return self._entries
+
     def resolve(self, *args: Any) -> Callable[..., Any]:
         """The callable that computes ``self(*args)``: an AOT entry point compiled for exactly these
         argument types, or numba's dispatcher. A caller that calls again with arguments of the same
         types (a prepared op) may keep it."""
-        key = signature_key(args)
-        if key is not None:
-            table = _aot_table if _aot_table is not None else _load_aot()
-            fn = table.get((self.id, key))
+        entries = self._entries if self._seen == _generation else self._aot()
+        if entries:
+            fn = entries.get(_key(args))  # type: ignore[arg-type]
             if fn is not None:
                 return fn
         dispatcher = self.dispatcher
-        if RECORDING is not None and key is not None and dispatcher is not self.py_func:
-            RECORDING.append((self.id, key, tuple(dispatcher.typeof_pyval(a) for a in args)))
+        if RECORDING is not None and dispatcher is not self.py_func:
+            key = signature_key(args)
+            if key is not None:
+                RECORDING.append((self.id, key, tuple(dispatcher.typeof_pyval(a) for a in args)))
         return dispatcher
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return self.dispatcher(*args, **kwargs)
+        entries = self._entries if self._seen == _generation else self._aot()
+        if entries:
+            fn = entries.get(_key(args))  # type: ignore[arg-type]
+            if fn is not None:
+                return fn(*args)
         return self.resolve(*args)(*args)
 
 
@@ -233,10 +324,3 @@ def resolve(fn: Any, *args: Any) -> Callable[..., Any]:
 def aot_used() -> bool:
     """Whether an AOT extension is loaded in this process (for reports and tests)."""
     return bool(_aot_table)
-
-
-def reset_aot() -> None:
-    """Forget the loaded AOT table (tests switch between paths; the module itself stays loaded)."""
-    global _aot_table
-    with _lock:
-        _aot_table = None

@@ -17,7 +17,8 @@ not recorded goes to the JIT as before.
 The AOT code is numba's own: the same typing, the same lowering and LLVM passes as the JIT, for the
 host CPU, without fastmath, and with the GIL released around each call as ``nogil`` does (``pycc``
 has no option for it: its compile flags are given ``release_gil``). tests/runtime/test_aot.py holds
-it to the JIT bit for bit on the conformance vectors and the bundled programs.
+it to the JIT bit for bit on the conformance vectors and the bundled programs. Beside it goes
+kernels_py/_typekey.c, the routing key in C (a Python function calling a kernel pays it per call).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def record_workload(out: Path) -> None:
     out.write_bytes(pickle.dumps([(k, key, t) for (k, key), t in sorted(unique.items())]))
 
 
-def _record() -> list[tuple[str, tuple[str, ...], tuple]]:
+def _record() -> list[tuple[str, tuple[int, ...], tuple]]:
     with tempfile.TemporaryDirectory(prefix="refsim-aot-") as tmp:
         out = Path(tmp) / "signatures.pkl"
         env = {**os.environ, "REFSIM_AOT": "0"}
@@ -75,7 +76,7 @@ def _record() -> list[tuple[str, tuple[str, ...], tuple]]:
         return pickle.loads(out.read_bytes())
 
 
-def compile_aot(entries: list[tuple[str, tuple[str, ...], tuple]], folder: Path) -> None:
+def compile_aot(entries: list[tuple[str, tuple[int, ...], tuple]], folder: Path) -> None:
     """Compile ``entries`` (kernel id, signature key, numba argument types) into the extension in
     ``folder``, with its manifest."""
     from unittest import mock
@@ -103,7 +104,9 @@ def compile_aot(entries: list[tuple[str, tuple[str, ...], tuple]], folder: Path)
         assert isinstance(kernel, _jit.Kernel), kernel_id
         symbol = f"k{n}_{name.strip('_')}"
         cc.export(symbol, argtypes)(kernel.py_func)
-        manifest.append({"kernel": kernel_id, "key": list(key), "symbol": symbol})
+        manifest.append(
+            {"kernel": kernel_id, "key": list(key), "symbol": symbol, "signature": _jit.describe_key(key)}
+        )
     with mock.patch.object(pycc_compiler, "Flags", _NoGilFlags):
         cc.compile()
     (folder / "manifest.json").write_text(
@@ -122,6 +125,25 @@ def compile_aot(entries: list[tuple[str, tuple[str, ...], tuple]], folder: Path)
     )
 
 
+def compile_typekey(folder: Path) -> None:
+    """kernels_py/_typekey.c (`signature_key` in C) into ``folder``, with the toolchain pycc uses."""
+    from numba.pycc.platform import Toolchain
+
+    source = Path(_jit.__file__).with_name("_typekey.c")
+    toolchain = Toolchain()
+    with tempfile.TemporaryDirectory(prefix="refsim-typekey-") as build_dir:
+        objects = toolchain.compile_objects(
+            [str(source)], build_dir, include_dirs=[*toolchain.get_python_include_dirs(), np.get_include()]
+        )
+        toolchain.link_shared(
+            str(folder / toolchain.get_ext_filename(_jit.TYPEKEY_MODULE)),
+            objects,
+            toolchain.get_python_libraries(),
+            toolchain.get_python_library_dirs(),
+            export_symbols=[f"PyInit_{_jit.TYPEKEY_MODULE}"],
+        )
+
+
 def build(force: bool = False) -> Path:
     folder = _jit.aot_dir()
     if (folder / "manifest.json").exists() and not force:
@@ -134,10 +156,15 @@ def build(force: bool = False) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
     try:
+        compile_typekey(staging)
         compile_aot(entries, staging)
         if folder.exists():
             shutil.rmtree(folder)
-        staging.rename(folder)  # a reader sees no extension or a complete one
+        try:
+            staging.rename(folder)  # a reader sees no extension or a complete one
+        except OSError:
+            if not (folder / "manifest.json").exists():  # else another build finished first
+                raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     print(f"refsim.aot: built {folder} in {time.perf_counter() - t0:.0f} s")

@@ -24,17 +24,17 @@ from refsim.runtime import Program
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 
 
-class _CountingTable(dict):
-    """The AOT table, counting the calls it serves per kernel."""
+class _Counting(dict):
+    """One kernel's AOT entries, counting the calls they serve into ``hits``."""
 
-    def __init__(self, table):
-        super().__init__(table)
-        self.hits: Counter[str] = Counter()
+    def __init__(self, kernel, entries, hits):
+        super().__init__(entries)
+        self.kernel, self.hits = kernel, hits
 
     def get(self, key, default=None):
         fn = super().get(key, default)
         if fn is not None:
-            self.hits[key[0]] += 1
+            self.hits[self.kernel] += 1
         return fn
 
 
@@ -44,48 +44,49 @@ def aot_table():
         from refsim.aot import build
 
         build()
-    _jit.reset_aot()
+    _jit.set_aot_table(None)
     table = _jit._load_aot()
     assert table, f"no AOT extension loaded from {_jit.aot_dir()}"
+    assert _jit._key is not _jit._python_signature_key, "the C signature key was not loaded"
     yield table
-    _jit.reset_aot()
+    _jit.set_aot_table(None)
 
 
-def _use(mode: str, table: dict | None, monkeypatch) -> _CountingTable | None:
+def _use(mode: str, table: dict) -> Counter | None:
     if mode == "jit":
-        monkeypatch.setattr(_jit, "_aot_table", {})
+        _jit.set_aot_table({})
         return None
-    counting = _CountingTable(table)
-    monkeypatch.setattr(_jit, "_aot_table", counting)
-    return counting
+    hits: Counter[str] = Counter()
+    _jit.set_aot_table({kernel: _Counting(kernel, entries, hits) for kernel, entries in table.items()})
+    return hits
 
 
 @pytest.mark.parametrize("function", sorted(registry.functions()))
-def test_conformance_vectors_aot_equals_jit(function, aot_table, monkeypatch):
+def test_conformance_vectors_aot_equals_jit(function, aot_table):
     cases = list(vec.generate_cases(function, 4, seed=1))  # the seed the AOT workload records
-    counting = _use("aot", aot_table, monkeypatch)
+    hits = _use("aot", aot_table)
     aot = [vec.run_case(c) for c in cases]
-    _use("jit", aot_table, monkeypatch)
+    _use("jit", aot_table)
     jit = [vec.run_case(c) for c in cases]
     for case, a, j in zip(cases, aot, jit, strict=True):
         assert a.dtype == j.dtype, case.label
         np.testing.assert_array_equal(a, j, err_msg=case.label)
         np.testing.assert_array_equal(a, case.output, err_msg=case.label)
-    assert counting is not None and counting.hits, f"{function}: no call reached the AOT code"
+    assert hits, f"{function}: no call reached the AOT code"
 
 
 @pytest.mark.parametrize("model", sorted(p.stem for p in MODELS.glob("*.pte")))
-def test_bundled_programs_aot_equals_jit(model, aot_table, monkeypatch):
+def test_bundled_programs_aot_equals_jit(model, aot_table):
     with np.load(MODELS / f"{model}.io.npz") as z:
         inputs = [z[k] for k in sorted(z.files) if k.startswith("input")]
     outputs = {}
     for mode in ("aot", "jit"):
-        counting = _use(mode, aot_table, monkeypatch)
+        hits = _use(mode, aot_table)
         method = Program.load(MODELS / f"{model}.pte").method("forward")  # fresh: calls resolve at load
         method.execute([np.zeros_like(x) for x in inputs])
         outputs[mode] = method.execute(inputs)
-        if counting is not None:
-            assert counting.hits, f"{model}: no kernel call reached the AOT code"
+        if hits is not None:
+            assert hits, f"{model}: no kernel call reached the AOT code"
     for a, j in zip(outputs["aot"], outputs["jit"], strict=True):
         np.testing.assert_array_equal(a, j)
 
@@ -108,9 +109,18 @@ def test_signature_key_is_numbas_typeof(aot_table):
     ]  # fmt: skip
     keys = [_jit.signature_key((x,)) for x in samples]
     types = [numba.typeof(x) for x in samples]
+    for x, key in zip(samples, keys, strict=True):  # the C build computes the same codes
+        assert _jit._key((x,)) == key, x
     for i in range(len(samples)):
         for j in range(len(samples)):
             assert (keys[i] == keys[j]) == (types[i] == types[j]), (samples[i], samples[j])
-    assert _jit.signature_key((2**63,)) is None
-    assert _jit.signature_key(("text",)) is None
-    assert _jit.signature_key((np.zeros(2, ">i4"),)) is None
+    for odd in (
+        2**63,
+        -(2**63),
+        "text",
+        None,
+        np.zeros(2, ">i4"),
+        np.zeros(2, np.float16),
+        np.zeros(2).view(np.matrix),
+    ):
+        assert _jit.signature_key((odd,)) is None and _jit._key((odd,)) is None, odd
