@@ -102,9 +102,11 @@ def profile(cmd: list[str], env: dict[str, str], cwd: Path, top: int = 12) -> di
         file = file.replace(str(cwd) + "/", "")
         return f"{file}:{line}({func})"
 
-    skip = ("<frozen", "{built-in method builtins.exec}", "{built-in method builtins.__import__}")
+    # the import machinery's frames, the CLI framework's pass-through frames and the script itself
+    skip = ("<frozen", "~:0(<built-in method builtins.exec>)", "~:0(<built-in method builtins.__import__>)",
+            "typer/", "bin/refsim:", "refsim/cli.py", "importlib/__init__")  # fmt: skip
     rows = [(name(fn), ct, tt) for fn, (_, _, tt, ct, _) in stats.items()]
-    rows = [r for r in rows if not r[0].startswith(skip) and "importlib/__init__" not in r[0]]
+    rows = [r for r in rows if not any(r[0].startswith(k) or k in r[0] for k in skip)]
     return {
         "cumulative_s": {n: round(ct, 3) for n, ct, _ in sorted(rows, key=lambda r: -r[1])[:top]},
         "own_s": {n: round(tt, 3) for n, _, tt in sorted(rows, key=lambda r: -r[2])[:top]},
@@ -173,6 +175,9 @@ def main() -> int:
 
     print("  cProfile, cumulative s (one run, profiler overhead included):")
     for name, sec in profiled["cumulative_s"].items():
+        print(f"    {sec:8.3f}  {name}")
+    print("  cProfile, own s:")
+    for name, sec in profiled["own_s"].items():
         print(f"    {sec:8.3f}  {name}")
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
