@@ -125,6 +125,7 @@ def main() -> int:
     parser.add_argument("--label", default=None, help="key of this measurement in the JSON (default: after)")
     parser.add_argument("--model", default="examples/models/kws.pte")
     parser.add_argument("--no-aot", action="store_true", help="REFSIM_AOT=0: the JIT path")
+    parser.add_argument("--commit", help="the commit --checkout holds, when it is not a git checkout")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "startup.json")
     args = parser.parse_args()
     checkout = args.checkout.resolve()
@@ -145,7 +146,7 @@ def main() -> int:
     result = {
         "command": " ".join(cmd),
         "checkout": str(checkout),
-        "commit": git_commit(checkout),
+        "commit": args.commit or git_commit(checkout),
         "aot": not args.no_aot,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, shared",
