@@ -9,24 +9,62 @@ one line on stderr and exit status 2; a conformance mismatch is exit status 1.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
-
-import typer
 
 from refsim.errors import USER_ERRORS
 
-app = typer.Typer(
-    name="refsim",
-    help="Golden model for int8 inference on Arm Cortex-M and Ethos-U.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+#: The typer app, built (and typer imported, ~40 ms) on first use: a plain `refsim run` needs neither.
+_app: Any = None
+#: Commands registered with `command` before the app was built.
+_deferred: list[tuple[Callable[..., Any], dict[str, Any]]] = []
 
 
-@app.callback()
 def _root() -> None:
     """Golden model for int8 inference on Arm Cortex-M and Ethos-U."""
+
+
+def _get_app() -> Any:
+    global _app
+    if _app is None:
+        import typer
+
+        app = typer.Typer(
+            name="refsim",
+            help="Golden model for int8 inference on Arm Cortex-M and Ethos-U.",
+            no_args_is_help=True,
+            add_completion=False,
+            pretty_exceptions_enable=False,
+        )
+        app.callback()(_root)
+        _app = app
+        for fn, kwargs in _deferred:
+            _register(fn, kwargs)
+        _deferred.clear()
+    return _app
+
+
+def _register(fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    import typer
+
+    # the command's annotations name `typer`: strings until typer evaluates them (see `command`)
+    fn.__globals__.setdefault("typer", typer)
+    _app.command(**kwargs)(fn)
+
+
+def command(**kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``@app.command(**kwargs)``, deferred until the app is built. A module that registers this way
+    declares its options with ``typer.Option`` in string annotations (``from __future__ import
+    annotations``) and imports typer only under TYPE_CHECKING, so that importing it costs no typer."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if _app is not None:
+            _register(fn, kwargs)
+        else:
+            _deferred.append((fn, kwargs))
+        return fn
+
+    return wrap
 
 
 def _console(name: str) -> Any:
@@ -45,6 +83,8 @@ def _console(name: str) -> Any:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _get_app()
     if name in ("console", "err_console"):
         return _console(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -69,7 +109,7 @@ def _load_plugins() -> None:
 
     for ep in entry_points(group="refsim.commands"):
         try:
-            ep.load()(app)
+            ep.load()(_get_app())
         except ImportError as exc:  # e.g. torch missing for `compile`: keep the runtime usable
             _console("err_console").print(f"[yellow]refsim: plugin {ep.name!r} unavailable: {exc}[/]")
 
@@ -100,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             # standalone mode: click reports usage errors itself (status 2) and ends every run
             # with SystemExit; turn that into a return value so main() is callable in-process.
-            app(args=argv, prog_name="refsim")
+            _get_app()(args=argv, prog_name="refsim")
     except USER_ERRORS as exc:
         _console("err_console").print(f"refsim: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 2

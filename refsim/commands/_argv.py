@@ -2,12 +2,14 @@
 
 typer (0.2x) coerces every parameter of the invoked command through a pydantic ``TypeAdapter`` it
 builds on first use: importing pydantic and building 17 adapters is ~130 ms of ``refsim run``'s
-start-up, for parameters that are paths, ints, floats, strings and flags. `direct_kwargs` reads the
-command's own typer declarations (the ``Annotated[..., typer.Option("--seed", ...)]`` of its
-signature: one source of truth) and parses argv for exactly those simple cases; anything else — an
-option it does not know, ``--help``, a repeated option, a value that does not convert, a missing
-argument, a declaration with a callback, an environment variable, bounds, a parser — returns None
-and typer parses the command line as always (so every usage error is still typer's).
+start-up, for parameters that are paths, ints, floats, strings and flags; importing typer itself
+~40 ms more. `direct_kwargs` reads the command's own typer declarations (the
+``Annotated[..., typer.Option("--seed", ...)]`` of its signature: one source of truth), evaluated
+against a stub that records what ``typer.Option`` was given (so typer is not imported), and parses
+argv for exactly those simple cases; anything else — an option it does not know, ``--help``, a
+repeated option, a value that does not convert, a missing argument, a declaration with anything but
+help text (a callback, an environment variable, bounds, a parser) — returns None and typer parses
+the command line as always (so every usage error is still typer's).
 tests/runtime/test_cli_direct.py holds the two parses equal.
 """
 
@@ -41,14 +43,28 @@ _CONVERT: dict[Any, Any] = {
     int: _strict(int, r"[+-]?[0-9]+"),
     float: _strict(float, r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"),
 }
-#: Declaration attributes that change parsing or validation beyond the above: when any differs
-#: from its default the command is left to typer.
-_PLAIN = {
-    "callback": None, "envvar": None, "parser": None, "min": None, "max": None, "exists": False,
-    "prompt": False, "count": False, "is_eager": False, "resolve_path": False, "default_factory": None,
-    "file_okay": True, "dir_okay": True, "writable": False, "allow_dash": False, "is_flag": None,
-    "flag_value": None, "expose_value": True, "formats": None, "mode": None, "clamp": False,
-}  # fmt: skip
+#: Keyword arguments of ``typer.Option``/``typer.Argument`` that change only the help: any other
+#: (a callback, an environment variable, bounds, a parser, a prompt...) leaves the command to typer.
+_HELP_ONLY = frozenset({"help", "metavar", "show_default", "hidden", "rich_help_panel"})
+
+
+class _Declared:
+    """What ``typer.Option(...)`` / ``typer.Argument(...)`` was given, recorded without importing
+    typer (the annotations are evaluated against `_STUB_TYPER`)."""
+
+    def __init__(self, kind: str, args: tuple, kwargs: dict) -> None:
+        self.kind, self.args, self.kwargs = kind, args, kwargs
+
+
+class _StubTyper:
+    @staticmethod
+    def Option(*args: Any, **kwargs: Any) -> _Declared:
+        return _Declared("option", args, kwargs)
+
+    @staticmethod
+    def Argument(*args: Any, **kwargs: Any) -> _Declared:
+        return _Declared("argument", args, kwargs)
+
 
 _specs: dict[Any, Any] = {}
 
@@ -57,20 +73,24 @@ def _spec(fn: Any) -> tuple[list, dict] | None:
     """(positional params, {option string: param}) of ``fn``; None when it is not plain."""
     if fn in _specs:
         return _specs[fn]
-    from typer.models import ArgumentInfo, OptionInfo
-
     positional: list = []
     options: dict = {}
     result: tuple[list, dict] | None = (positional, options)
-    hints = typing.get_type_hints(fn, include_extras=True)
+    try:
+        hints = typing.get_type_hints(fn, localns={"typer": _StubTyper}, include_extras=True)
+    except Exception:  # an annotation this stub cannot evaluate: typer's business
+        hints = {}
+        result = None
     for name, param in inspect.signature(fn).parameters.items():
+        if result is None:
+            break
         hint = hints.get(name)
         if typing.get_origin(hint) is not typing.Annotated:
             result = None
             break
         base, *meta = typing.get_args(hint)
-        info = next((m for m in meta if isinstance(m, ArgumentInfo | OptionInfo)), None)
-        if info is None or any(getattr(info, k, v) != v for k, v in _PLAIN.items()):
+        info = next((m for m in meta if isinstance(m, _Declared)), None)
+        if info is None or set(info.kwargs) - _HELP_ONLY:
             result = None
             break
         optional = False
@@ -80,8 +100,8 @@ def _spec(fn: Any) -> tuple[list, dict] | None:
             base = members[0] if optional else None
         required = param.default is inspect.Parameter.empty
         entry = (name, base, required, param.default)
-        if isinstance(info, ArgumentInfo):
-            if base not in _CONVERT or optional:
+        if info.kind == "argument":
+            if base not in _CONVERT or optional or info.args:  # typer refuses a default in Annotated
                 result = None
                 break
             positional.append(entry)
@@ -91,10 +111,10 @@ def _spec(fn: Any) -> tuple[list, dict] | None:
             elif base not in _CONVERT:
                 result = None
                 break
-            # in Annotated, Option's first positional (its `default`) is the first option name (typer.utils)
-            decls = [info.default] if isinstance(info.default, str) else []
-            decls += list(info.param_decls or ())
-            if not decls or any(not d.startswith("-") or "/" in d for d in decls):
+            # in Annotated, Option's positionals are all option names (typer.utils: its `default`
+            # is taken as the first); with none typer derives `--name` (`--x/--no-x` for a bool)
+            decls = list(info.args)
+            if not decls or any(not isinstance(d, str) or not d.startswith("-") or "/" in d for d in decls):
                 result = None
                 break
             for decl in decls:

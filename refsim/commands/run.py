@@ -12,18 +12,21 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
-import typer
 
-from refsim.cli import DIRECT, app
+from refsim.cli import DIRECT, command
 from refsim.errors import RefsimError
 
 ISAS = ("scalar", "dsp", "mve")
 
 
-@app.command()
+if TYPE_CHECKING:
+    import typer  # the annotations below; refsim.cli gives it to typer when the app is built
+
+
+@command()
 def run(
     model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program or a .tflite model.")],
     inputs: Annotated[Path | None, typer.Option("--inputs", help="npz with input0, input1, ...")] = None,
