@@ -28,7 +28,7 @@ INTEROP_TESTS += tests/compiler/test_zoo.py tests/compiler/test_cli.py tests/com
   tests/compiler/test_interop_executorch.py
 INTEROP_TESTS += tests/compiler/test_fp32_fallback.py
 
-.PHONY: demo test test-main test-example test-interop lint bench pte-fixtures apt-deps venv venv-interop clean conformance-long
+.PHONY: aot demo test test-main test-example test-interop lint bench pte-fixtures apt-deps venv venv-interop clean conformance-long
 
 venv: $(VENV)/.installed
 venv-interop: $(INTEROP_VENV)/.installed
@@ -43,7 +43,14 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,cluster]'
 	$(PY) -m compileall -q -j 0 refsim isa_models kernels_py compiler
+	$(MAKE) aot
 	touch $@
+
+# The golden kernels compiled ahead of time (refsim.aot: numba's pycc, into the user cache, keyed by
+# a hash of kernels_py), so that `refsim run` starts without importing numba; a no-op when current.
+# Without it (no C compiler, or kernels_py edited since) everything runs on numba's JIT, unchanged.
+aot:
+	$(PY) -m refsim.aot || echo "refsim.aot: not built; the kernels run on numba's JIT"
 
 # torch first, pinned, so executorch's own dependency on torch is already satisfied by the
 # local CPU wheel (an unpinned torch would download a CUDA build).

@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import json
 import time
-import zipfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
-import typer
-from rich.table import Table
 
-from refsim.cli import app, console
+from refsim.cli import DIRECT, command
 from refsim.errors import RefsimError
 
 ISAS = ("scalar", "dsp", "mve")
 
 
-@app.command()
+if TYPE_CHECKING:
+    import typer  # the annotations below; refsim.cli gives it to typer when the app is built
+
+
+@command()
 def run(
     model: Annotated[Path, typer.Argument(help="An ExecuTorch .pte program or a .tflite model.")],
     inputs: Annotated[Path | None, typer.Option("--inputs", help="npz with input0, input1, ...")] = None,
@@ -206,6 +207,10 @@ def run(
     if quiet:
         print(" ".join(f"output{k}{list(a.shape)}" for k, a in enumerate(arrays.values())))
         return
+    from rich.table import Table
+
+    from refsim.cli import console
+
     if estimate is not None:
         from refsim.commands.estimate_view import print_estimate
 
@@ -228,6 +233,9 @@ def run(
     )
 
 
+DIRECT["run"] = run  # `refsim run` start-up: plain command lines skip typer's coercion
+
+
 def _save_npz(path: Path, arrays: dict, option: str) -> None:
     try:
         np.savez(path, **arrays)
@@ -242,6 +250,8 @@ def _inputs(program, method, path: Path | None, seed: int) -> list:
 
     given: dict[str, np.ndarray] = {}
     if path is not None:
+        import zipfile
+
         if not path.exists():
             raise RefsimError(f"{path}: no such file")
         try:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from kernels_py._jit import resolve
 from kernels_py.errors import KernelArgumentError
 from kernels_py.types import (
     INT8_MAX,
@@ -131,6 +132,9 @@ class _Plan:
     __slots__ = ("args", "dst", "fn", "operands", "slots", "watch")
 
     def __init__(self, args, fn, operands, dst, watch):
+        # A jit kernel is resolved once to the machine code for these operands' types (AOT or numba's
+        # dispatcher): the operands are the same arrays at every call, so their types cannot change.
+        fn = resolve(fn, *operands)
         self.args, self.fn, self.operands, self.dst, self.watch = args, fn, operands, dst, watch
         # positions in the bound values, so that the per-run check reads no attribute by name
         self.slots = tuple((args._names.index(name), ref) for name, ref in watch)

@@ -13,8 +13,9 @@ indices again).
     def quantized_add(a: Args) -> None:
         a.out.storage[...] = elementwise_add_s8(a.self.storage, ...)
 
-Op modules live in refsim/ops/ and are imported by `load_all`; docs/ops.md is generated
-from the registry.
+Op modules live in refsim/ops/; `lookup` imports only those that serve the op's namespace
+(`OP_MODULES`: a ``cortex_m::`` program never imports the TFLM or the float ops), `load_all` every
+one. docs/ops.md is generated from the registry.
 """
 
 from __future__ import annotations
@@ -125,18 +126,20 @@ class OpDef:
 
 _REGISTRY: dict[str, OpDef] = {}
 
-#: Modules under refsim.ops that register operators.
-OP_MODULES = (
-    "cortex_m_conv",
-    "cortex_m_fully_connected",
-    "cortex_m_elementwise",
-    "cortex_m_misc",
-    "portable",
-    "portable_float",
-    "tflm_cmsis_nn",
-    "tflm_reference",
-    "tflm_float",
-)
+#: Modules under refsim.ops that register operators, by the namespaces of the operators each
+#: registers (tests/runtime/test_registry_lazy.py holds every module to its namespaces).
+OP_MODULES: dict[str, tuple[str, ...]] = {
+    "cortex_m_conv": ("cortex_m",),
+    "cortex_m_fully_connected": ("cortex_m",),
+    "cortex_m_elementwise": ("cortex_m",),
+    "cortex_m_misc": ("cortex_m",),
+    "portable": ("aten", "dim_order_ops", "quantized_decomposed"),
+    "portable_float": ("aten",),
+    "tflm_cmsis_nn": ("tflm",),
+    "tflm_reference": ("tflm",),
+    "tflm_float": ("tflm",),
+}
+_loaded: set[str] = set()
 
 
 def register(
@@ -176,22 +179,36 @@ def alias(name: str, op: OpDef, schema: str) -> OpDef:
     return twin
 
 
-def load_all() -> dict[str, OpDef]:
-    for module in OP_MODULES:
+def _load(modules) -> None:
+    for module in modules:
+        if module in _loaded:
+            continue
         try:
             importlib.import_module(f"refsim.ops.{module}")
         except ModuleNotFoundError as exc:
             if exc.name != f"refsim.ops.{module}":
                 raise
+        _loaded.add(module)
+
+
+def load_all() -> dict[str, OpDef]:
+    _load(OP_MODULES)
     return _REGISTRY
 
 
 def lookup(name: str) -> OpDef:
-    ops = load_all()
-    try:
-        return ops[name]
-    except KeyError:
-        raise UnsupportedError(f"operator {name} is not supported by refsim (see docs/ops.md)") from None
+    """The op registered as ``name``, importing only the modules of its namespace (start-up time is
+    paid per process: ``refsim run`` of a cortex_m program need not import the TFLM kernels)."""
+    op = _REGISTRY.get(name)
+    if op is None:
+        namespace = name.partition("::")[0]
+        _load(m for m, spaces in OP_MODULES.items() if namespace in spaces)
+        op = _REGISTRY.get(name)
+    if op is None:
+        op = load_all().get(name)
+    if op is None:
+        raise UnsupportedError(f"operator {name} is not supported by refsim (see docs/ops.md)")
+    return op
 
 
 def all_ops() -> dict[str, OpDef]:

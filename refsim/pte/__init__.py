@@ -51,7 +51,16 @@ from refsim.pte.model import (
     ValueKind,
 )
 from refsim.pte.reader import DataSegment, ExtendedHeader, ProgramFile, load_program
-from refsim.pte.writer import rewrite_program, write_program
+
+
+def __getattr__(name: str):
+    """The writer (and flatbuffers) is imported on first use: running a program never writes one."""
+    if name in ("rewrite_program", "write_program"):
+        from refsim.pte import writer
+
+        return getattr(writer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Allocation",
