@@ -68,7 +68,7 @@ def draw_mutations(rng: random.Random) -> list[tuple[str, int, int]]:
 def worker(memory_mb: int) -> None:
     from refsim.tflite import ModelError, load_model
     from tests.pte.test_corruption import _mutate
-    from tests.tflite.test_corruption import exercise
+    from tests.tflite.test_corruption import exercise  # importing it warms up every seed model
 
     files = seeds()
     if memory_mb:
@@ -76,6 +76,7 @@ def worker(memory_mb: int) -> None:
             size_kb = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
         limit = (size_kb << 10) + (memory_mb << 20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    print(json.dumps({"ready": True}), flush=True)  # start-up is not a case's time
     for line in sys.stdin:
         case = json.loads(line)
         data = bytearray(files[case["seed"]])
@@ -102,6 +103,9 @@ def worker(memory_mb: int) -> None:
         print(json.dumps(result), flush=True)
 
 
+STARTUP_SECONDS = 300.0
+
+
 class Worker:
     def __init__(self, memory_mb: int) -> None:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--memory-mb", str(memory_mb)]
@@ -110,6 +114,14 @@ class Worker:
         self.proc = subprocess.Popen(
             cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True
         )
+        # The worker's imports and warm-up can take seconds on a loaded machine: wait for it to say
+        # it is ready, so that a case's time limit measures only that case.
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_SECONDS)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line or not json.loads(line).get("ready"):
+            self.close()
+            raise SystemExit(f"tflite_fuzz: the worker did not start within {STARTUP_SECONDS} s")
 
     def _died(self) -> dict:
         code = self.proc.wait()

@@ -267,6 +267,7 @@ def estimate_task(payload: dict, blobs: dict[str, bytes]) -> dict:
         "latency_ms": side.latency_ms,
         "cycles_total": side.cycles_total,
         "estimate_complete": side.estimate_complete,
+        "estimate_basis": side.estimate_basis,  # "shape only" where a row's work depends on data
         "ram_bytes": side.ram_bytes,
         "flash_bytes": side.flash_bytes,
         "macs": side.macs,
@@ -283,7 +284,7 @@ def estimate_task(payload: dict, blobs: dict[str, bytes]) -> dict:
 #: The columns of a result row (CSV/parquet order).
 ROW_FIELDS = (
     "model", "model_sha256", "runtime", "cpu", "system", "clock_mhz", "latency_ms", "cycles_total",
-    "estimate_complete", "ram_bytes", "flash_bytes", "macs", "ops", "cmsis_nn_ops",
+    "estimate_complete", "estimate_basis", "ram_bytes", "flash_bytes", "macs", "ops", "cmsis_nn_ops",
     "cmsis_nn_macs_percent", "library", "meets_ram", "meets_latency", "meets_budget", "pareto",
     "memory_note", "error",
 )  # fmt: skip
