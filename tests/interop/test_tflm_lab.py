@@ -216,12 +216,18 @@ def test_merge_keeps_every_core_of_every_table_a_later_run_did_not_measure():
 def test_fixtures_keep_the_outputs_of_cores_a_later_run_did_not_measure(tmp_path):
     prov = json.loads(json.dumps(DATA["provenance"]))
     x = np.arange(4, dtype=np.int8)
-    tm.write_fixtures({"m.tflite": {"input": x, "seed": np.int64(15), "output0_cortex_m3": x}}, tmp_path, prov)
-    tm.write_fixtures({"m.tflite": {"input": x, "seed": np.int64(15), "output0_cortex_m33": -x}}, tmp_path, prov)
+    tm.write_fixtures(
+        {"m.tflite": {"input": x, "seed": np.int64(15), "output0_cortex_m3": x}}, tmp_path, prov
+    )
+    tm.write_fixtures(
+        {"m.tflite": {"input": x, "seed": np.int64(15), "output0_cortex_m33": -x}}, tmp_path, prov
+    )
     with np.load(tmp_path / "m.npz") as f:
         assert sorted(f) == ["input", "output0_cortex_m3", "output0_cortex_m33", "seed"]
         np.testing.assert_array_equal(f["output0_cortex_m33"], -x)
     # another input replaces the file: outputs of another input are not kept beside it
-    tm.write_fixtures({"m.tflite": {"input": x + 1, "seed": np.int64(15), "output0_cortex_m4": x}}, tmp_path, prov)
+    tm.write_fixtures(
+        {"m.tflite": {"input": x + 1, "seed": np.int64(15), "output0_cortex_m4": x}}, tmp_path, prov
+    )
     with np.load(tmp_path / "m.npz") as f:
         assert sorted(f) == ["input", "output0_cortex_m4", "seed"]

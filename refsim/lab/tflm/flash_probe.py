@@ -185,7 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--checks-only", action="store_true", help="update only the checks of --out")
     parser.add_argument(
-        "--merge", action="store_true", help="update --out in place: this run's cores and checks, every other kept"
+        "--merge",
+        action="store_true",
+        help="update --out in place: this run's cores and checks, every other kept",
     )
     args = parser.parse_args(argv)
     command = "python -m refsim.lab.tflm.flash_probe " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -533,7 +533,9 @@ def merge(old: dict, new: dict) -> dict:
     measured_cores = sorted({c for t in PER_CORE_TABLES for cores in new.get(t, {}).values() for c in cores})
     if "flags" in prov and "flags" in later:
         per_core = dict(prov["flags"].get("per_core", {}))
-        per_core.update({c: later["flags"]["per_core"][c] for c in measured_cores if c in later["flags"]["per_core"]})
+        per_core.update(
+            {c: later["flags"]["per_core"][c] for c in measured_cores if c in later["flags"]["per_core"]}
+        )
         prov["flags"] = {**prov["flags"], "per_core": per_core}
     runs = list(prov.get("later_runs", []))
     runs.append({"date": later["date"], "command": later["command"], "sources": later["sources"],
@@ -556,7 +558,8 @@ def write_fixtures(fixtures: dict, out: Path, provenance: dict) -> list[Path]:
         if path.is_file():
             with np.load(path) as f:
                 old = dict(f)
-            if np.array_equal(old.get("input"), arrays["input"]) and int(old.get("seed", -1)) == int(arrays["seed"]):
+            same_input = np.array_equal(old.get("input"), arrays["input"])
+            if same_input and int(old.get("seed", -1)) == int(arrays["seed"]):
                 arrays = {**old, **arrays}
         np.savez_compressed(path, **arrays)
         written.append(path)
