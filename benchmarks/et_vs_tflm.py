@@ -64,6 +64,8 @@ def main() -> None:
             system, mve = BOARDS[cpu]
             pte = MODELS / (f"{net}.pte" if mve else f"{net}_m4.pte")
             report = compare(pte, TFLITE / REFERENCE[net], cpu, system)
+            for side in ("a", "b"):  # repository-relative: the results do not name the checkout
+                report[side]["path"] = str(Path(report[side]["path"]).relative_to(ROOT))
             rows.append({"network": net, "cpu": cpu, "system": system, **report})
     table = Table(title="ExecuTorch (A) vs TFLM (B): latency ms, RAM KiB, flash KiB; B/A")
     for col in (

@@ -177,6 +177,24 @@ def measure(profile: str, core: str, tree: Path, build: Path) -> dict:
     }
 
 
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s cores in place of its own, per profile (every other core and profile
+    kept); ``new``'s run is listed in the provenance's ``later_runs``."""
+    profiles = dict(old["profiles"])
+    for name, entry in new["profiles"].items():
+        have = profiles.get(name, {"cores": {}})
+        profiles[name] = {**have, **{k: v for k, v in entry.items() if k != "cores"},
+                          "cores": {**have["cores"], **entry["cores"]}}  # fmt: skip
+    prov = dict(old["provenance"])
+    later = new["provenance"]
+    prov["later_runs"] = [
+        *prov.get("later_runs", []),
+        {**{k: later[k] for k in ("compiler", "date", "command")},
+         "cores": {name: sorted(entry["cores"]) for name, entry in new["profiles"].items()}},
+    ]  # fmt: skip
+    return {**old, "provenance": prov, "profiles": profiles}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m refsim.lab.cmsis_nn_code", description=__doc__.split("\n")[0]
@@ -184,6 +202,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--build", default=None)
     parser.add_argument("--out", required=True)
     parser.add_argument("--profiles", nargs="*", default=list(PROFILES))
+    parser.add_argument("--cores", nargs="*", default=None, help="only these cores (default: the profile's)")
+    parser.add_argument(
+        "--merge", action="store_true", help="update --out in place: this run's cores, every other kept"
+    )
     args = parser.parse_args(argv)
     build = Path(args.build) if args.build else Path(tempfile.mkdtemp(prefix="refsim-cmsis-nn-code-"))
     from refsim.qemu.toolchain import find_toolchain
@@ -209,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "cores": {},
                 "same_build_as": {k: v for k, v in SAME_BUILD_AS.items() if name == "executorch"},
             }
-            for core in CORES[name]:
+            for core in [c for c in CORES[name] if args.cores is None or c in args.cores]:
                 print(f"[cmsis-nn code] {name} {core}", file=sys.stderr, flush=True)
                 entry["cores"][core] = measure(name, core, tree_path, build)
             data["profiles"][name] = entry
@@ -223,7 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LabError as error:
         print(f"refsim: error: {error}", file=sys.stderr)
         return 2
-    Path(args.out).write_text(json.dumps(data, indent=1) + "\n")
+    out = Path(args.out)
+    if args.merge and out.is_file():
+        data = merge(json.loads(out.read_text()), data)
+    out.write_text(json.dumps(data, indent=1) + "\n")
     return 0
 
 

@@ -47,8 +47,8 @@ def _tools_or_skip() -> None:
 def test_arena_has_every_model_and_core_with_the_agreed_shape():
     assert set(DATA["arena"]) == set(tm.MODELS)
     for model, per_core in DATA["arena"].items():
-        # the lab's memory cores, and the M33 whose arena was measured later (provenance.later_runs)
-        assert set(per_core) == {*tm.CORES, "cortex-m33"}, model
+        # the lab's memory cores (the M33 measured in a later run: provenance.later_runs)
+        assert set(per_core) == set(tm.CORES), model
         for core, entry in per_core.items():
             assert set(entry) == {"arena_used_bytes", "arena_min_bytes"}, (model, core)
             assert all(isinstance(v, int) and v > 0 for v in entry.values()), (model, core)
@@ -61,6 +61,7 @@ def test_arena_has_every_model_and_core_with_the_agreed_shape():
 def test_flash_parts_add_up_to_the_linked_sections():
     assert set(DATA["flash"]) == set(tm.MODELS)
     for model, per_core in DATA["flash"].items():
+        assert set(per_core) == set(tm.CORES), model
         ops = set(tm.model_ops(MODELS_DIR / model))
         for core, entry in per_core.items():
             s, p = entry["sections"], entry["parts"]
@@ -187,13 +188,46 @@ def test_cli_without_sources_is_one_line_and_exit_2(monkeypatch, tmp_path, capsy
     assert not (tmp_path / "out.json").exists()
 
 
-def test_merge_keeps_the_invoke_counts_of_cores_a_later_run_did_not_measure():
-    old = {"provenance": {"date": "d0"}, "arena": {"a": 1},
+def test_merge_keeps_every_core_of_every_table_a_later_run_did_not_measure():
+    flags = {"optimization": {}, "per_core": {"cortex-m3": ["-mcpu=cortex-m3"]}}
+    old = {"provenance": {"date": "d0", "flags": flags}, "arena": {"m.tflite": {"cortex-m3": {"a": 1}}},
+           "flash": {"m.tflite": {"cortex-m3": {"f": 1}}}, "checks": {"m.tflite": {"cortex-m3": {"c": 1}}},
            "invoke": {"m.tflite": {"cortex-m3": {"x": 1}, "cortex-m4": {"x": 2}}}}  # fmt: skip
-    new = {"provenance": {"date": "d1", "command": "c", "sources": {}, "compiler": "g"},
+    new = {"provenance": {"date": "d1", "command": "c", "sources": {}, "compiler": "g",
+                          "flags": {"per_core": {"cortex-m33": ["-mcpu=cortex-m33"], "cortex-m7": ["x"]}}},
+           "arena": {"m.tflite": {"cortex-m33": {"a": 3}}}, "flash": {"m.tflite": {"cortex-m33": {"f": 3}}},
+           "checks": {"m.tflite": {"cortex-m33": {"c": 3}}},
            "invoke": {"m.tflite": {"cortex-m33": {"x": 3}, "cortex-m4": {"x": 4}}}}  # fmt: skip
     merged = tm.merge(old, new)
     assert merged["invoke"] == {
         "m.tflite": {"cortex-m3": {"x": 1}, "cortex-m4": {"x": 4}, "cortex-m33": {"x": 3}}
     }
-    assert merged["arena"] == {"a": 1} and merged["provenance"]["later_runs"][0]["measured"] == ["invoke"]
+    for table, key in (("arena", "a"), ("flash", "f"), ("checks", "c")):
+        assert merged[table] == {"m.tflite": {"cortex-m3": {key: 1}, "cortex-m33": {key: 3}}}, table
+    prov = merged["provenance"]
+    assert prov["date"] == "d0" and prov["later_runs"][0]["cores"] == ["cortex-m33", "cortex-m4"]
+    assert prov["later_runs"][0]["measured"] == ["arena", "checks", "flash", "invoke"]
+    # the measured cores' flags join the first run's; a core the run did not measure does not
+    assert prov["flags"]["per_core"] == {"cortex-m3": ["-mcpu=cortex-m3"], "cortex-m33": ["-mcpu=cortex-m33"]}
+    only_invoke = tm.merge(old, {"provenance": new["provenance"], "invoke": new["invoke"]})
+    assert only_invoke["arena"] == old["arena"] and only_invoke["flash"] == old["flash"]
+
+
+def test_fixtures_keep_the_outputs_of_cores_a_later_run_did_not_measure(tmp_path):
+    prov = json.loads(json.dumps(DATA["provenance"]))
+    x = np.arange(4, dtype=np.int8)
+    tm.write_fixtures(
+        {"m.tflite": {"input": x, "seed": np.int64(15), "output0_cortex_m3": x}}, tmp_path, prov
+    )
+    tm.write_fixtures(
+        {"m.tflite": {"input": x, "seed": np.int64(15), "output0_cortex_m33": -x}}, tmp_path, prov
+    )
+    with np.load(tmp_path / "m.npz") as f:
+        assert sorted(f) == ["input", "output0_cortex_m3", "output0_cortex_m33", "seed"]
+        np.testing.assert_array_equal(f["output0_cortex_m33"], -x)
+    # another input replaces the file: outputs of another input are not kept beside it
+    tm.write_fixtures(
+        {"m.tflite": {"input": x + 1, "seed": np.int64(15), "output0_cortex_m4": x}}, tmp_path, prov
+    )
+    with np.load(tmp_path / "m.npz") as f:
+        assert sorted(f) == ["input", "output0_cortex_m4", "seed"]

@@ -22,9 +22,9 @@ def test_profiles_name_their_library_and_flags():
     assert tflm["cmsis_nn"].startswith("ARM-software/CMSIS-NN 4ab83cc3")
     assert (et["optimization"], tflm["optimization"]) == ("-Ofast", "-O2")
     assert set(et["cores"]) == set(lab.CORES["executorch"])
-    # the TFLM profile was measured on the lab's memory cores (m3, m4, m55); TARGETS has grown the
-    # cores its Invoke counts were taken on since
-    assert {"cortex-m3", "cortex-m4", "cortex-m55"} <= set(tflm["cores"]) <= set(tb.TARGETS)
+    # the TFLM profile was measured on the lab's memory cores (m3, m4, m55, and the m33 added later:
+    # provenance.later_runs); TARGETS also holds the cores only its Invoke counts were taken on
+    assert {"cortex-m3", "cortex-m4", "cortex-m55", "cortex-m33"} <= set(tflm["cores"]) <= set(tb.TARGETS)
     for core, entry in et["cores"].items():
         assert entry["flags"] == lab.PROFILES["executorch"].flags("executorch", core)
         assert entry["flags"][-1] == "-Ofast"  # CMSIS-NN's own level, after CMake Release's -O3
@@ -59,7 +59,22 @@ def test_closure_follows_calls_and_tables():
 
 
 def test_missing_core_or_function_is_named():
-    with pytest.raises(UnsupportedError, match="not cortex-m33"):
-        cc.library_code("tflm", "cortex-m33")
+    with pytest.raises(UnsupportedError, match="not cortex-m7"):
+        cc.library_code("tflm", "cortex-m7")
     with pytest.raises(cc.CmsisNnCodeError, match="arm_nothing_s8 not defined"):
         cc.library_code("tflm", "cortex-m4").closure(["arm_nothing_s8"])
+
+
+def test_merge_keeps_the_cores_and_profiles_a_later_run_did_not_measure():
+    old = {"provenance": {"date": "d0", "compiler": "g", "command": "c0"},
+           "profiles": {"tflm": {"cmsis_nn": "r", "cores": {"cortex-m3": {"functions": {"f": 1}}}},
+                        "executorch": {"cmsis_nn": "e", "cores": {"cortex-m4": {"functions": {"f": 2}}}}}}  # fmt: skip
+    new = {"provenance": {"date": "d1", "compiler": "g", "command": "c1"},
+           "profiles": {"tflm": {"cmsis_nn": "r", "cores": {"cortex-m33": {"functions": {"f": 3}}}}}}  # fmt: skip
+    merged = lab.merge(old, new)
+    assert merged["profiles"]["executorch"] == old["profiles"]["executorch"]
+    assert set(merged["profiles"]["tflm"]["cores"]) == {"cortex-m3", "cortex-m33"}
+    assert merged["provenance"]["command"] == "c0"
+    assert merged["provenance"]["later_runs"] == [
+        {"compiler": "g", "date": "d1", "command": "c1", "cores": {"tflm": ["cortex-m33"]}}
+    ]

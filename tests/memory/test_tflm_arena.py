@@ -332,7 +332,7 @@ QEMU_SINGLE_OPS = [
 ]
 
 
-@pytest.mark.parametrize("core", ["cortex-m3", "cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("core", ["cortex-m3", "cortex-m4", "cortex-m55", "cortex-m33"])
 def test_single_op_models_equal_tflm_under_qemu(core, tmp_path):
     """Measured now (one QEMU image per core, minutes): needs REFSIM_TFLM_REPO, CMSIS_NN_DIR and
     TFLM_DOWNLOADS_DIR (refsim/lab/tflm/build.py) and the Arm toolchain and QEMU."""

@@ -25,7 +25,9 @@ CASES = [(m, c) for m, per in MEASURED["flash"].items() for c in per]
 def test_data_covers_the_cores_and_ops():
     from refsim.lab.tflm.build import OP_SOURCES, RESOLVER_METHODS
 
-    assert set(DATA["cores"]) == {"cortex-m3", "cortex-m4", "cortex-m55"}
+    # the lab's memory cores: m3, m4, m55 and (a later run, provenance.later_runs) m33
+    assert set(DATA["cores"]) == {"cortex-m3", "cortex-m4", "cortex-m55", "cortex-m33"}
+    assert {c for per in MEASURED["flash"].values() for c in per} == set(DATA["cores"])
     for core, entry in DATA["cores"].items():
         assert set(entry["ops"]) == set(OP_SOURCES) == set(RESOLVER_METHODS), core
         components = {e[0] for e in entry["base"]}
@@ -105,8 +107,8 @@ def test_report_lines_and_errors():
     for parent in ("TFLM kernels", "CMSIS-NN"):
         parts = [ln["bytes"] for ln in r["lines"] if ln["part_of"] == parent]
         assert sum(parts) == next(ln["bytes"] for ln in top if ln["name"] == parent)
-    with pytest.raises(UnsupportedError, match="no data for --cpu cortex-m33"):
-        tf.tflm_flash_report(MODELS / "kws_ref_model.tflite", "cortex-m33")
+    with pytest.raises(UnsupportedError, match="no data for --cpu cortex-m7"):
+        tf.tflm_flash_report(MODELS / "kws_ref_model.tflite", "cortex-m7")
     with pytest.raises(UnsupportedError, match="op SVDF not probed"):
         tf.predict(0, ["SVDF"], "cortex-m4")
 
@@ -159,9 +161,13 @@ def test_inspect_memory_carries_flash_and_ram(capsys):
     assert code == 0, err
     assert "TFLM flash" in out and "MicroInterpreter" in out and "flash total" in out
     # a core the arena predicts but no flash firmware was measured for: said, not guessed
-    code, out, err = refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m33", "--json", "-")
+    code, out, err = refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m7", "--json", "-")
     if code == 0:
-        assert "no data for --cpu cortex-m33" in json.loads(out)["tflm"]["flash"]["error"]
+        assert "no data for --cpu cortex-m7" in json.loads(out)["tflm"]["flash"]["error"]
+    # the M33 (measured after the first three cores) is predicted like them
+    code, out, err = refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m33", "--json", "-")
+    assert code == 0, err
+    assert json.loads(out)["tflm"]["flash_bytes"] == tf.tflm_flash_report(kws, "cortex-m33")["flash_bytes"]
 
 
 def test_both_sides_count_the_same_cmsis_nn_data():
@@ -180,3 +186,20 @@ def test_both_sides_count_the_same_cmsis_nn_data():
             assert lib.functions[name] == size, (core, name)
             checked += 1
         assert checked > 50, core  # every CMSIS-NN function the 37 ops reach
+
+
+def test_probe_merge_keeps_the_cores_a_later_run_did_not_probe():
+    from refsim.lab.tflm import flash_probe as fp
+
+    flags = {"optimization": {}, "per_core": {"cortex-m3": ["a"]}}
+    old = {"provenance": {"date": "d0", "command": "c0", "flags": flags},
+           "cores": {"cortex-m3": {"base": [1]}}, "checks": {"h.tflite": {"cortex-m3": {"e": 1}}}}  # fmt: skip
+    new = {"provenance": {"date": "d1", "command": "c1", "sources": {}, "compiler": "g",
+                          "flags": {"optimization": {}, "per_core": {"cortex-m33": ["b"], "cortex-m7": ["c"]}}},
+           "cores": {"cortex-m33": {"base": [3]}}, "checks": {"h.tflite": {"cortex-m33": {"e": 3}}}}  # fmt: skip
+    merged = fp.merge(old, new)
+    assert merged["cores"] == {"cortex-m3": {"base": [1]}, "cortex-m33": {"base": [3]}}
+    assert merged["checks"] == {"h.tflite": {"cortex-m3": {"e": 1}, "cortex-m33": {"e": 3}}}
+    prov = merged["provenance"]
+    assert prov["command"] == "c0" and prov["later_runs"][0]["cores"] == ["cortex-m33"]
+    assert prov["flags"]["per_core"] == {"cortex-m3": ["a"], "cortex-m33": ["b"]}

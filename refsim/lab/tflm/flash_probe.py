@@ -148,6 +148,30 @@ def provenance(sources: tb.Sources, command: str) -> dict:
     }
 
 
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s cores in place of its own (every other core kept), ``new``'s checks
+    merged per model and core, the new cores' flags in ``provenance.flags.per_core`` and the run
+    listed in ``provenance.later_runs``."""
+    out = {**old, "cores": {**old.get("cores", {}), **new.get("cores", {})}}
+    checks = {model: dict(cores) for model, cores in old.get("checks", {}).items()}
+    for model, cores in new.get("checks", {}).items():
+        checks.setdefault(model, {}).update(cores)
+    if checks:
+        out["checks"] = checks
+    prov, later = dict(old["provenance"]), new["provenance"]
+    cores = sorted({*new.get("cores", {}), *(c for per in new.get("checks", {}).values() for c in per)})
+    per_core = dict(prov["flags"]["per_core"])
+    per_core.update({c: later["flags"]["per_core"][c] for c in cores if c in later["flags"]["per_core"]})
+    prov["flags"] = {**prov["flags"], "per_core": per_core}
+    prov["later_runs"] = [
+        *prov.get("later_runs", []),
+        {"date": later["date"], "command": later["command"], "sources": later["sources"],
+         "compiler": later["compiler"], "cores": cores},
+    ]  # fmt: skip
+    out["provenance"] = prov
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m refsim.lab.tflm.flash_probe", description=__doc__.split("\n")[0]
@@ -160,6 +184,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--check", nargs="*", default=[], help=".tflite models to link and record under checks"
     )
     parser.add_argument("--checks-only", action="store_true", help="update only the checks of --out")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="update --out in place: this run's cores and checks, every other kept",
+    )
     args = parser.parse_args(argv)
     command = "python -m refsim.lab.tflm.flash_probe " + " ".join(argv if argv is not None else sys.argv[1:])
     out = Path(args.out)
@@ -182,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LabError as error:
         print(f"refsim: error: {error}", file=sys.stderr)
         return 2
+    if args.merge and not args.checks_only and out.is_file():
+        data = merge(json.loads(out.read_text()), data)
     out.write_text(json.dumps(data, indent=None, separators=(",", ":")).replace("],[", "],\n[") + "\n")
     return 0
 

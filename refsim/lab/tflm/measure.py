@@ -60,7 +60,9 @@ MODELS: tuple[str, ...] = (
     "pretrainedResnet_quant.tflite",
     "ad01_int8.tflite",
 )
-CORES: tuple[str, ...] = ("cortex-m3", "cortex-m4", "cortex-m55")
+#: The lab's memory cores (arena, outputs, flash); the M33 was added after the first run
+#: (provenance.later_runs). The M85 runs the M55's build, the M7 has invoke counts only.
+CORES: tuple[str, ...] = ("cortex-m3", "cortex-m4", "cortex-m55", "cortex-m33")
 #: The generous arena (bytes, a multiple of 16) for ``arena_used_bytes()``; the bisection's upper end.
 GENEROUS_ARENA = 1 << 20
 #: numpy's default_rng seed of every model's input (uniform int8 over [-128, 127]).
@@ -509,21 +511,36 @@ def measure_all(
     return data, fixtures
 
 
+#: The data file's per-model, per-core tables (``{model: {core: entry}}``).
+PER_CORE_TABLES: tuple[str, ...] = ("arena", "flash", "invoke", "checks")
+
+
 def merge(old: dict, new: dict) -> dict:
-    """``old`` with every measured part of ``new`` in place of its own; ``new``'s run is listed
-    in the provenance's ``later_runs``. ``invoke`` is merged per model and core (a run on other
-    cores keeps the ones it did not measure)."""
-    out = {**old, **{k: v for k, v in new.items() if k not in ("provenance", "invoke")}}
-    if "invoke" in new:
-        invoke = {model: dict(cores) for model, cores in old.get("invoke", {}).items()}
-        for model, cores in new["invoke"].items():
-            invoke.setdefault(model, {}).update(cores)
-        out["invoke"] = invoke
+    """``old`` with what ``new`` measured in place of its own: every per-core table
+    (:data:`PER_CORE_TABLES`) merged per model and core, so a run on some cores keeps every other
+    core's records of every kind; the new cores' flags join ``provenance.flags.per_core`` and the
+    run is listed in the provenance's ``later_runs``."""
+    out = {**old, **{k: v for k, v in new.items() if k != "provenance" and k not in PER_CORE_TABLES}}
+    for table in PER_CORE_TABLES:
+        if table not in new:
+            continue
+        merged = {model: dict(cores) for model, cores in old.get(table, {}).items()}
+        for model, cores in new[table].items():
+            merged.setdefault(model, {}).update(cores)
+        out[table] = merged
     prov = dict(old["provenance"])
-    runs = list(prov.get("later_runs", []))
     later = new["provenance"]
+    measured_cores = sorted({c for t in PER_CORE_TABLES for cores in new.get(t, {}).values() for c in cores})
+    if "flags" in prov and "flags" in later:
+        per_core = dict(prov["flags"].get("per_core", {}))
+        per_core.update(
+            {c: later["flags"]["per_core"][c] for c in measured_cores if c in later["flags"]["per_core"]}
+        )
+        prov["flags"] = {**prov["flags"], "per_core": per_core}
+    runs = list(prov.get("later_runs", []))
     runs.append({"date": later["date"], "command": later["command"], "sources": later["sources"],
-                 "compiler": later["compiler"], "measured": sorted(k for k in new if k != "provenance")})  # fmt: skip
+                 "compiler": later["compiler"], "measured": sorted(k for k in new if k != "provenance"),
+                 "cores": measured_cores})  # fmt: skip
     prov["later_runs"] = runs
     out["provenance"] = prov
     return out
@@ -531,12 +548,19 @@ def merge(old: dict, new: dict) -> dict:
 
 def write_fixtures(fixtures: dict, out: Path, provenance: dict) -> list[Path]:
     """Per model ``<stem>.npz`` (``input``, ``seed``, ``output<i>_<core>``) and a README.md
-    naming where they come from."""
+    naming where they come from. An existing file of the same input keeps the outputs of the
+    cores this run did not measure."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     rows = []
     for name, arrays in fixtures.items():
         path = out / f"{Path(name).stem}.npz"
+        if path.is_file():
+            with np.load(path) as f:
+                old = dict(f)
+            same_input = np.array_equal(old.get("input"), arrays["input"])
+            if same_input and int(old.get("seed", -1)) == int(arrays["seed"]):
+                arrays = {**old, **arrays}
         np.savez_compressed(path, **arrays)
         written.append(path)
         outputs = ", ".join(f"`{k}` {v.shape}" for k, v in arrays.items() if k.startswith("output"))
@@ -557,6 +581,11 @@ def write_fixtures(fixtures: dict, out: Path, provenance: dict) -> list[Path]:
         f"- build: {provenance['tflm_build']}; optimisation {flags['optimization']}\n"
         f"- flags per core: see `provenance.flags` of refsim/memory/tflm_measured.json\n"
         f"- date: {provenance['date']}\n- command: `{provenance['command']}`\n"
+        + "".join(
+            f"- later run ({', '.join([r['date'], *r.get('cores', [])])}): `{r['command']}`\n"
+            for r in provenance.get("later_runs", [])
+            if isinstance(r, dict)
+        )
     )
     return written
 
