@@ -26,7 +26,7 @@ from kernels_py._jit import jit
 from kernels_py.conv import convolve_wrapper_s8_get_buffer_size
 from kernels_py.errors import KernelArgumentError
 from kernels_py.fixedpoint import requantize, wrap_int32
-from kernels_py.gemm import requantize_lanes, shift_lanes
+from kernels_py.gemm import shift_lanes
 from kernels_py.types import (
     ConvParams,
     Dims,
@@ -207,6 +207,7 @@ def _depthwise_conv_kernel(
     acc = np.empty(out_c, np.int32)
     # arm_nn_requantize per channel in int32 lanes (kernels_py.gemm; the bias is already in acc).
     lanes = shift_lanes(multiplier, shift)
+    mult, left, right, mask, half = lanes[1], lanes[2], lanes[3], lanes[4], lanes[5]
     # ch_mult > 1: repeat each offset input channel ch_mult times (x + offset fits int16), so the
     # tap loop below runs over contiguous output channels for every multiplier.
     repeated = np.empty((batches, in_h, in_w, out_c if ch_mult > 1 else 0), np.int16)
@@ -242,7 +243,14 @@ def _depthwise_conv_kernel(
                             shifted = repeated[b, iy, ix]
                             for c in range(out_c):
                                 acc[c] += np.int32(shifted[c]) * np.int32(taps[c])
-                requantize_lanes(acc, lanes, output_offset, act_min, act_max, output[b, oy, ox])
+                dst = output[b, oy, ox]
+                for c in range(out_c):  # gemm._requantize_rows' int32-lane steps (bias already in acc)
+                    v = np.int32(np.int64(acc[c]) << left[c])
+                    h = np.int32((np.int64(v) * np.int64(mult[c]) + (np.int64(1) << 30)) >> 31)
+                    r = np.int32(h >> right[c])
+                    r = np.int32(r + ((h & mask[c]) > (half[c] + (r < 0))))
+                    r = np.int32(r + output_offset)
+                    dst[c] = min(max(r, act_min), act_max)
     return output
 
 

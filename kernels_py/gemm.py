@@ -129,6 +129,7 @@ def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
     ``divide_by_power_of_two``. Table values (see `requantize_table`) all fit in int32."""
     n_parts, rows, cols = parts.shape
     t = lane_table(table)
+    bias, mult, left, right, mask, half = t[0], t[1], t[2], t[3], t[4], t[5]
     acc = np.empty(cols, np.int32)
     for m in range(rows):
         for n in range(cols):
@@ -136,12 +137,20 @@ def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
         for p in range(1, n_parts):
             for n in range(cols):
                 acc[n] = np.int32(acc[n] + np.int32(parts[p, m, n]))
-        requantize_lanes(acc, t, output_offset, act_min, act_max, out[m])
+        row = out[m]
+        for n in range(cols):  # inlined: a kernel call per row costs more than it on narrow layers
+            v = np.int32(acc[n] + bias[n])
+            v = np.int32(np.int64(v) << left[n])
+            h = np.int32((np.int64(v) * np.int64(mult[n]) + (np.int64(1) << 30)) >> 31)
+            r = np.int32(h >> right[n])
+            r = np.int32(r + ((h & mask[n]) > (half[n] + (r < 0))))
+            r = np.int32(r + output_offset)
+            row[n] = min(max(r, act_min), act_max)
 
 
 @jit
 def lane_table(table):
-    """`requantize_table`'s rows as int32 (every value fits), what `requantize_lanes` reads."""
+    """`requantize_table`'s rows as int32 (every value fits), what `_requantize_rows` reads."""
     t = np.empty(table.shape, np.int32)
     for i in range(table.shape[0]):
         for n in range(table.shape[1]):
@@ -151,7 +160,8 @@ def lane_table(table):
 
 @jit
 def shift_lanes(multiplier, shift):
-    """The `lane_table` of a zero bias, from per-channel ``multiplier`` and ``shift`` (inside a kernel)."""
+    """The `lane_table` of a zero bias, from per-channel ``multiplier`` and ``shift`` (inside a kernel: the
+    depthwise loop requantizes with it, steps as in `_requantize_rows`)."""
     t = np.zeros((6, multiplier.shape[0]), np.int32)
     for n in range(multiplier.shape[0]):
         left, right = max(np.int64(shift[n]), 0), max(-np.int64(shift[n]), 0)
@@ -159,21 +169,6 @@ def shift_lanes(multiplier, shift):
         t[1, n], t[2, n], t[3, n] = np.int32(multiplier[n]), np.int32(left), np.int32(right)
         t[4, n], t[5, n] = np.int32(mask), np.int32(mask >> 1)
     return t
-
-
-@jit
-def requantize_lanes(acc, t, output_offset, act_min, act_max, row):
-    """``row[n]`` from the int32 accumulator ``acc[n]`` (wrapped sum) and `lane_table` ``t``: the steps
-    of `_requantize_rows`' docstring, channel by channel."""
-    bias, mult, left, right, mask, half = t[0], t[1], t[2], t[3], t[4], t[5]
-    for n in range(acc.shape[0]):
-        v = np.int32(acc[n] + bias[n])
-        v = np.int32(np.int64(v) << left[n])
-        h = np.int32((np.int64(v) * np.int64(mult[n]) + (np.int64(1) << 30)) >> 31)
-        r = np.int32(h >> right[n])
-        r = np.int32(r + ((h & mask[n]) > (half[n] + (r < 0))))
-        r = np.int32(r + output_offset)
-        row[n] = min(max(r, act_min), act_max)
 
 
 def _gemm_rows(col, weight_t, table, output_offset, act_min, act_max, out) -> None:
