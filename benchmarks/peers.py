@@ -201,6 +201,7 @@ def main() -> int:
         print(f"peers' python {peers} not found: run --make-venv .venv-peers first", file=sys.stderr)
         return 2
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    load_start = os.getloadavg()
     rows: dict[str, dict] = {}
     for name in [m for m in args.models.split(",") if m]:
         tflite = ROOT / "tests" / "fixtures" / "tflite" / TFLITE[name]
@@ -223,7 +224,14 @@ def main() -> int:
     print(table)
     report = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg_end": os.getloadavg()},
+        "commit": _commit(ROOT),
+        "command": " ".join(sys.argv),
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "loadavg_start": load_start,
+            "loadavg_end": os.getloadavg(),
+        },
         "peers": versions(peers),
         "litert_threads": 1,
         "models": rows,
@@ -232,6 +240,13 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
+
+
+def _commit(root: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() or "unknown"
 
 
 def render(rows: dict[str, dict], batches: list[int], cpu: bool = False) -> str:

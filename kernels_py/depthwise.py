@@ -26,6 +26,7 @@ from kernels_py._jit import jit
 from kernels_py.conv import convolve_wrapper_s8_get_buffer_size
 from kernels_py.errors import KernelArgumentError
 from kernels_py.fixedpoint import requantize, wrap_int32
+from kernels_py.gemm import shift_lanes
 from kernels_py.types import (
     ConvParams,
     Dims,
@@ -204,6 +205,9 @@ def _depthwise_conv_kernel(
     output = np.empty((batches, out_h, out_w, out_c), np.int8)
     # int32 storage: each `+=` truncates to 32 bits, i.e. wraps exactly as the Arm accumulators.
     acc = np.empty(out_c, np.int32)
+    # arm_nn_requantize per channel in int32 lanes (kernels_py.gemm; the bias is already in acc).
+    lanes = shift_lanes(multiplier, shift)
+    mult, left, right, mask, half = lanes[1], lanes[2], lanes[3], lanes[4], lanes[5]
     # ch_mult > 1: repeat each offset input channel ch_mult times (x + offset fits int16), so the
     # tap loop below runs over contiguous output channels for every multiplier.
     repeated = np.empty((batches, in_h, in_w, out_c if ch_mult > 1 else 0), np.int16)
@@ -240,9 +244,13 @@ def _depthwise_conv_kernel(
                             for c in range(out_c):
                                 acc[c] += np.int32(shifted[c]) * np.int32(taps[c])
                 dst = output[b, oy, ox]
-                for c in range(out_c):
-                    v = requantize(np.int64(acc[c]), np.int64(multiplier[c]), np.int64(shift[c]))
-                    dst[c] = min(max(wrap_int32(v + output_offset), act_min), act_max)
+                for c in range(out_c):  # gemm._requantize_rows' int32-lane steps (bias already in acc)
+                    v = np.int32(np.int64(acc[c]) << left[c])
+                    h = np.int32((np.int64(v) * np.int64(mult[c]) + (np.int64(1) << 30)) >> 31)
+                    r = np.int32(h >> right[c])
+                    r = np.int32(r + ((h & mask[c]) > (half[c] + (r < 0))))
+                    r = np.int32(r + output_offset)
+                    dst[c] = min(max(r, act_min), act_max)
     return output
 
 

@@ -13,8 +13,8 @@ float32 holds every integer of magnitude up to 2^24 exactly, so a sum of at most
 and so is every partial sum, in whatever order and blocking the BLAS chooses, fused multiply-add
 or not) is computed without a single rounding: the float32 result *is* the integer sum. A deeper
 product is split into chunks of at most ``K_CHUNK`` columns, each exact, and the chunks are added in
-int64 by `_requantize_rows`. The int64 total equals the true sum, and CMSIS-NN's int32 accumulator
-equals it modulo 2^32; ``wrap_int32(total + bias)`` is therefore the accumulator C computes, and
+int32 modulo 2^32 by `_requantize_rows`: CMSIS-NN's int32 accumulator is the true sum modulo 2^32,
+so ``wrap_int32(total + bias)`` computed that way is the accumulator C computes, and
 from there ``arm_nn_requantize`` is kernels_py.fixedpoint's integer arithmetic, step for step
 (`_requantize_rows`, written without branches so it vectorises). No
 ``fastmath`` anywhere; BLAS rounding modes do not matter because nothing is ever rounded.
@@ -114,39 +114,61 @@ def requantize_table(bias, multiplier, shift) -> np.ndarray:
 
 
 @jit
-def _requantize_row(acc, table, output_offset, act_min, act_max, out):
-    """``out[n]`` from the exact int64 sums ``acc[n]``: ``arm_nn_requantize`` per channel, plus the output
-    offset, clamped.
+def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
+    """``out[m, n]`` from the exact partial sums ``parts[p, m, n]`` (integers held in float32):
+    ``arm_nn_requantize`` per channel of their total plus the bias, plus the output offset, clamped.
 
-    The int64 steps of kernels_py.fixedpoint written without branches, so that LLVM vectorises them
-    across channels (tests/ops/test_gemm.py checks them against ``fixedpoint.requantize`` over the
-    whole int32 range and every shift): ``(x << 32) >> 32`` is ``wrap_int32`` (so ``acc + bias`` becomes
-    the int32 accumulator C computes); ``v << left`` then wrap is C's ``val * (1 << left)``;
-    ``(v·m + 2^30) >> 31`` then wrap is ``doubling_high_mult_no_sat``; the shift, and the remainder
-    ``h & mask`` against ``half + (quotient < 0)``, is ``divide_by_power_of_two``."""
-    bias, mult, left, right, mask, half = table[0], table[1], table[2], table[3], table[4], table[5]
-    for n in range(acc.shape[0]):
-        v = ((acc[n] + bias[n]) << 32) >> 32
-        v = ((v << left[n]) << 32) >> 32
-        h = (((v * mult[n] + (np.int64(1) << 30)) >> 31) << 32) >> 32
-        r = h >> right[n]
-        r += (h & mask[n]) > (half[n] + (r < 0))
-        r = ((r + output_offset) << 32) >> 32
-        out[n] = min(max(r, act_min), act_max)
+    The steps of kernels_py.fixedpoint in int32 lanes, without branches, so that LLVM vectorises them
+    eight channels at a time with the CPU's native 32-bit operations (tests/ops/test_gemm.py checks
+    them against ``fixedpoint.requantize`` over the whole int32 range and every shift). Every
+    ``np.int32(...)`` is a truncation to 32 bits, i.e. C's int32 wrap: the parts are added, and the
+    bias added to their total, modulo 2^32, which is exactly CMSIS-NN's int32 accumulator (the true
+    sum, wrapped); ``v << left`` in 64 bits then truncated is C's ``val * (1 << left)``; the 32x32-bit
+    product in 64 bits, ``+ 2^30``, ``>> 31``, truncated, is ``doubling_high_mult_no_sat``; the
+    arithmetic shift and the remainder ``h & mask`` against ``half + (quotient < 0)`` is
+    ``divide_by_power_of_two``. Table values (see `requantize_table`) all fit in int32."""
+    n_parts, rows, cols = parts.shape
+    t = lane_table(table)
+    bias, mult, left, right, mask, half = t[0], t[1], t[2], t[3], t[4], t[5]
+    acc = np.empty(cols, np.int32)
+    for m in range(rows):
+        for n in range(cols):
+            acc[n] = np.int32(parts[0, m, n])  # exact: an integer below 2^24 in magnitude
+        for p in range(1, n_parts):
+            for n in range(cols):
+                acc[n] = np.int32(acc[n] + np.int32(parts[p, m, n]))
+        row = out[m]
+        for n in range(cols):  # inlined: a kernel call per row costs more than it on narrow layers
+            v = np.int32(acc[n] + bias[n])
+            v = np.int32(np.int64(v) << left[n])
+            h = np.int32((np.int64(v) * np.int64(mult[n]) + (np.int64(1) << 30)) >> 31)
+            r = np.int32(h >> right[n])
+            r = np.int32(r + ((h & mask[n]) > (half[n] + (r < 0))))
+            r = np.int32(r + output_offset)
+            row[n] = min(max(r, act_min), act_max)
 
 
 @jit
-def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
-    """``out[m, n]`` from the exact partial sums ``parts[p, m, n]`` (integers held in float32), added in int64."""
-    n_parts, rows, cols = parts.shape
-    acc = np.empty(cols, np.int64)
-    for m in range(rows):
-        for n in range(cols):
-            acc[n] = np.int64(parts[0, m, n])
-        for p in range(1, n_parts):
-            for n in range(cols):
-                acc[n] += np.int64(parts[p, m, n])
-        _requantize_row(acc, table, output_offset, act_min, act_max, out[m])
+def lane_table(table):
+    """`requantize_table`'s rows as int32 (every value fits), what `_requantize_rows` reads."""
+    t = np.empty(table.shape, np.int32)
+    for i in range(table.shape[0]):
+        for n in range(table.shape[1]):
+            t[i, n] = np.int32(table[i, n])
+    return t
+
+
+@jit
+def shift_lanes(multiplier, shift):
+    """The `lane_table` of a zero bias, from per-channel ``multiplier`` and ``shift`` (inside a kernel: the
+    depthwise loop requantizes with it, steps as in `_requantize_rows`)."""
+    t = np.zeros((6, multiplier.shape[0]), np.int32)
+    for n in range(multiplier.shape[0]):
+        left, right = max(np.int64(shift[n]), 0), max(-np.int64(shift[n]), 0)
+        mask = (np.int64(1) << right) - 1
+        t[1, n], t[2, n], t[3, n] = np.int32(multiplier[n]), np.int32(left), np.int32(right)
+        t[4, n], t[5, n] = np.int32(mask), np.int32(mask >> 1)
+    return t
 
 
 def _gemm_rows(col, weight_t, table, output_offset, act_min, act_max, out) -> None:
