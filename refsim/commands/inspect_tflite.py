@@ -102,10 +102,15 @@ def _memory(mf, path: str, json_path: Path | None, cpu: str, word_size: int) -> 
     from refsim.memory.tflm.predict import predict, setup_for
     from refsim.memory.tflm.report import report_dict, report_lines
 
-    setup = setup_for(cpu if word_size == 32 else None, word_size)
-    prediction = predict(mf.model, setup, cpu if word_size == 32 else None)
+    from refsim.memory.tflm.budget import SAME_BUILD
+
+    build = SAME_BUILD.get(cpu, cpu) if word_size == 32 else None  # the M85 links the M55's build
+    setup = setup_for(build, word_size)
+    prediction = predict(mf.model, setup, build)
     report = {"file": path, "tflm": report_dict(prediction)}
-    flash = _flash_and_ram(report["tflm"], path, cpu) if word_size == 32 else None
+    if build != cpu and build is not None:
+        report["tflm"]["build"] = build
+    flash = _flash_and_ram(report["tflm"], path, build) if word_size == 32 else None
     if emit_json(report, json_path):
         return
     table = Table("TFLM arena", "bytes", "source", title=f"{path}: TFLM tensor arena")
@@ -113,6 +118,8 @@ def _memory(mf, path: str, json_path: Path | None, cpu: str, word_size: int) -> 
         table.add_row(what, f"{nbytes:,}", source)
     console.print(table)
     console.print(f"struct sizes: {setup.sizes.source}")
+    if "build" in report["tflm"]:
+        console.print(f"{cpu}: TFLM's {report['tflm']['build']} build (the same code; gcc 12.2 has no -mcpu for it)")
     if flash is not None:
         _print_flash_and_ram(report["tflm"], path)
 

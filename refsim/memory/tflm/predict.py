@@ -57,11 +57,14 @@ def setup_for(cpu: str | None, word_size: int = 32, *, optimized_for_speed: bool
         raise RefsimError(
             "TFLM arena: --cpu names the core the 32-bit build targets (cortex-m3, cortex-m4, cortex-m55, ...)"
         )
-    from refsim.qemu.cores import get_core
+    # The arena depends on the core only through the CMSIS-NN tier its kernels are built for
+    # (their scratch sizes): any core the cost model knows, not only the ones QEMU emulates.
+    from isa_models.cortex_m.cores import get_core_model
+    from isa_models.errors import IsaModelError
 
     try:
-        isa = get_core(cpu).tier
-    except RefsimError as exc:
+        isa = get_core_model(cpu).tier
+    except IsaModelError as exc:
         raise RefsimError(f"--cpu: {exc}") from None
     return Setup(sizes, KernelConfig("cmsis_nn", isa=isa, optimized_for_speed=optimized_for_speed))
 
