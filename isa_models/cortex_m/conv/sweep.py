@@ -127,7 +127,17 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 1, 3, 4), (1, 5, 3), (1, 2)), ((1, 2, 4, 6), (3, 3, 3), (2, 2)), ((2, 2, 2, 20), (4, 2, 3), (3, 3)),
         ((1, 3, 5, 1), (8, 4, 4), (2, 2)), ((1, 4, 3, 9), (2, 3, 2), (1, 1)),
     )]  # fmt: skip
-    return [("arm_transpose_conv_s8", s) for s in direct]
+    # ``arm_convolve_1x1_s8`` called directly on small strided calls: one mat-mult per output
+    # row, so rows of 1-3 columns (the odd column each row), 1-5 output channels (the odd
+    # channel), depths with a tail; the shared sweep's smallest call was ~5,000 cycles and a
+    # per-call term absorbed the per-row work (issue 18: up to +240% on 300-cycle calls)
+    one_by_one = [_shape(x, (oc, 1, 1), stride=s, padding=(0, 0)) for x, oc, s in (
+        ((1, 3, 1, 3), 1, (2, 2)), ((1, 1, 2, 29), 2, (3, 3)), ((1, 1, 7, 4), 4, (2, 3)), ((1, 1, 2, 10), 5, (2, 1)),
+        ((1, 1, 7, 16), 3, (1, 3)), ((1, 8, 2, 25), 1, (2, 3)), ((1, 2, 2, 1), 3, (2, 2)), ((2, 3, 3, 6), 2, (2, 2)),
+        ((1, 5, 1, 9), 7, (2, 1)), ((1, 4, 5, 2), 1, (3, 2)), ((1, 1, 1, 33), 6, (2, 2)), ((1, 6, 3, 5), 3, (3, 1)),
+        ((1, 2, 9, 12), 2, (1, 4)), ((1, 7, 4, 3), 9, (2, 2)), ((2, 2, 5, 19), 4, (1, 2)), ((1, 3, 3, 7), 11, (3, 3)),
+    )]  # fmt: skip
+    return [("arm_transpose_conv_s8", s) for s in direct] + [("arm_convolve_1x1_s8", s) for s in one_by_one]
 
 
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.

@@ -117,13 +117,33 @@ def _bmm_cmsis_features(p: Params, tier: str) -> Features:
     groups, rows, c, k = _bmm_shape(p)
     lanes = BLOCKING[tier].reduce_lanes
     vsum = c * (ceil_div(k, lanes) if tier == "mve" else k // lanes)
-    if tier == "mve" and value(p, "fc_params.input_offset", 1) == 0:
+    summed = tier == "mve" and value(p, "fc_params.input_offset", 1) != 0
+    if tier == "mve" and not summed:
         vsum = 0  # arm_vector_sum_s8's early exit (lhs_offset 0): the buffer zeroed, no sums
+    rhs_offset = value(p, "fc_params.filter_offset", 0) != 0
     mat = _vec_mat_cmsis(tier, rows, c, k)
-    return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows), "outputs": float(groups * rows * c),
-            "vsum_rows": float(groups * c), "vsum_blocks": float(groups * vsum),
-            "vsum_tail": float(0 if tier == "mve" else groups * c * (k % lanes)),
-            **{key: groups * v for key, v in mat.items()}}  # fmt: skip
+    # arm_nn_vec_mat_mult_t_s8 runs another loop nest when its rhs_offset (the filter offset) is
+    # not 0 (`if (rhs_offset)`: the offset added to each weight, SXTAB16 / an add per MAC; MVE:
+    # the LHS summed per pass): the same groups, blocks and tails, priced apart (``off_*``)
+    prefix = "off_" if rhs_offset else ""
+    features = {"call": 1.0, "groups": float(groups), "batches": float(groups * rows),
+                "outputs": float(groups * rows * c),
+                "vsum_rows": float(groups * c), "vsum_blocks": float(groups * vsum),
+                "vsum_tail": float(0 if tier == "mve" else groups * c * (k % lanes)),
+                # MVE: arm_vector_sum_s8's cols·rhs_offset term per row
+                "vsum_offset_rows": float(groups * c if summed and rhs_offset else 0)}  # fmt: skip
+    for key, v in mat.items():
+        features[key] = 0.0
+        features["off_" + key] = 0.0
+        features[prefix + key] = float(groups * v)
+    return features
+
+
+def _bmm_zero_offset_features(p: Params, tier: str) -> Features:
+    """TFLM's -O2 build of the batch matmul, fitted (and measured) on filter offset 0 only: the
+    features without the rhs_offset loop nest (:func:`_bmm_cmsis_features`)."""
+    features = _bmm_cmsis_features({**p, "fc_params.filter_offset": 0}, tier)
+    return {k: v for k, v in features.items() if not k.startswith("off_") and k != "vsum_offset_rows"}
 
 
 def _bmm_macs(p: Params) -> int:
@@ -190,7 +210,8 @@ FORMULAS: dict[str, Formula] = {
         Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_cmsis_features,
                 _fc_macs, _fc_bytes, "per-channel requantization", library_features=(("kernels_c", _fc_kernels_c_features),)),
         Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_cmsis_features, _bmm_macs, _bmm_bytes,
-                "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_kernels_c_features),)),
+                "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_kernels_c_features),
+                                                     ("cmsis-nn-tflm", _bmm_zero_offset_features))),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
                 "kernel sums (ahead of time in ExecuTorch's MVE linear)",
                 library_features=(("kernels_c", _vsum_features_kernels_c),), by_arch=True),

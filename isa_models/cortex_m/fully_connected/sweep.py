@@ -50,4 +50,19 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     return out
 
 
-__all__ = ["sweep"]
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    issue 18: batch matmuls with a filter (RHS) offset, whose vec-mat runs CMSIS-NN's other loop
+    nest (the shared sweep's offset was 0 throughout, the random cases' almost never), small
+    ones among them (one column, K of 1-3, single rows)."""
+    shapes = [(1, 1, 16, 16, 32, -97), (1, 2, 8, 12, 64, 31), (2, 1, 10, 6, 20, 128), (1, 1, 12, 5, 18, -2),
+              (1, 3, 6, 10, 40, -127), (2, 3, 3, 7, 9, 5), (1, 1, 32, 3, 24, 77), (1, 1, 9, 17, 96, -20),
+              (3, 3, 1, 1, 1, -97), (1, 1, 8, 3, 16, 128), (2, 2, 4, 1, 16, -127), (1, 1, 2, 9, 31, -3),
+              (1, 3, 5, 3, 64, 31), (2, 1, 6, 2, 3, -1), (1, 2, 1, 6, 70, 64), (3, 1, 7, 12, 50, -55),
+              (1, 1, 3, 1, 1, 0), (2, 2, 4, 1, 16, 0), (1, 1, 2, 9, 31, 0), (2, 1, 6, 2, 3, 0)]  # fmt: skip
+    return [("arm_batch_matmul_s8", {**bmm_params(b, h, r, c, k), "fc_params.filter_offset": off})
+            for b, h, r, c, k, off in shapes]
+
+
+__all__ = ["cmsis_nn_sweep", "sweep"]
