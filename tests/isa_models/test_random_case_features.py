@@ -233,3 +233,72 @@ def test_transpose_conv_with_a_null_bias_resets_its_buffer_by_memset():
 
     drawn = [c for c in vec.generate_cases("arm_transpose_conv_s8", 12, 0) if c.params.get("bias_is_null")]
     assert drawn and all(case_params(c)["bias_is_null"] == 1 for c in drawn)
+
+
+def _three_by_three_by_loop(p) -> dict[str, int]:
+    """arm_depthwise_conv_3x3_s8's loop trips, stepped as its C source steps them."""
+    ih, iw, c = p["input_dims.h"], p["input_dims.w"], p["output_dims.c"]
+    n = {"rows": 0, "taps": 0}
+    for oy in range(p["output_dims.h"]):
+        in_h = oy * p["stride.h"] - p["padding.h"]
+        for ox in range(p["output_dims.w"]):
+            in_w = ox * p["stride.w"] - p["padding.w"]
+            for _ker_h in range(max(0, -in_h), min(3, ih - in_h)):
+                n["rows"] += 1
+                n["taps"] += (in_w >= 0) + 1 + (iw - in_w >= 3)  # ker_w_start == 0; middle; right
+    return {"quad_rows": n["rows"] * (c // 4), "tail_rows": n["rows"] * (c % 4),
+            "quad_taps": n["taps"] * (c // 4), "tail_taps": n["taps"] * (c % 4)}  # fmt: skip
+
+
+def test_depthwise_3x3_counts_cmsis_nns_rows_and_straight_line_taps():
+    from isa_models.cortex_m import depthwise
+    from isa_models.cortex_m.depthwise.sweep import cmsis_nn_sweep
+
+    formula = depthwise.FORMULAS["arm_depthwise_conv_3x3_s8"]
+    three = [s for fn, s in cmsis_nn_sweep() if fn == "arm_depthwise_conv_3x3_s8"]
+    assert any(s["output_dims.h"] * s["output_dims.w"] == 1 for s in three)  # single pixels
+    assert {s["output_dims.c"] % 4 for s in three} == {0, 1, 2, 3} and any(s["padding.h"] == 2 for s in three)
+    for s in three:
+        f = formula.features_for("cmsis-nn")(s, "dsp")
+        assert {k: f[k] for k in ("quad_rows", "tail_rows", "quad_taps", "tail_taps")} == _three_by_three_by_loop(s)
+        assert f["pixels"] == s["output_dims.h"] * s["output_dims.w"]
+    # kernels_c and TFLM's -O2 build keep the features their files were fitted with
+    assert "quad_taps" not in formula.features_for("kernels_c")(three[0], "dsp")
+    assert "quad_taps" not in formula.features_for("cmsis-nn-tflm")(three[0], "dsp")
+
+
+def test_batch_matmul_with_a_filter_offset_runs_the_other_vec_mat_loops():
+    from isa_models.cortex_m import fully_connected
+    from isa_models.cortex_m.fully_connected import bmm_params
+
+    formula = fully_connected.FORMULAS["arm_batch_matmul_s8"]
+    p = bmm_params(1, 2, 3, 5, 18)
+    for tier in ("scalar", "dsp", "mve"):
+        plain = formula.features(p, tier)
+        offset = formula.features({**p, "fc_params.filter_offset": -97}, tier)
+        assert plain["group_rows"] > 0 and plain["off_group_rows"] == 0
+        assert offset["group_rows"] == 0 and offset["off_group_rows"] == plain["group_rows"]
+        assert offset["off_odd_blocks"] == plain["odd_blocks"]
+        assert offset["vsum_offset_rows"] == (2 * 5 if tier == "mve" else 0)  # vector sum's cols·offset term
+    tflm = formula.features_for("cmsis-nn-tflm")({**p, "fc_params.filter_offset": -97}, "dsp")
+    assert "off_group_rows" not in tflm and tflm["group_rows"] > 0
+    offsets = {s.get("fc_params.filter_offset", 0) for fn, s in sweep("fully_connected", "cmsis-nn")
+               if fn == "arm_batch_matmul_s8"}  # fmt: skip
+    assert len(offsets - {0}) >= 8
+
+
+def test_strided_1x1_prices_the_odd_channel_on_every_column():
+    from isa_models.cortex_m.conv.sweep import _shape
+
+    formula = conv.FORMULAS["arm_convolve_1x1_s8"]
+    # 3 output rows of one column, 7 channels, K 9: no column pair, so the blocked count had no
+    # odd-channel MACs, while CMSIS-NN runs channel 7 over the column of every row
+    p = _shape((1, 5, 1, 9), (7, 1, 1), stride=(2, 1), padding=(0, 0))
+    for tier in ("scalar", "dsp"):
+        f = formula.features_for("cmsis-nn")(p, tier)
+        assert f["odd_chan_passes"] == 3 and f["odd_channels"] == 3 * 9
+        assert f["odd_col_passes"] == 3 * 3 and f["chan_pairs"] == 3 * 3
+    mve = formula.features_for("cmsis-nn")(p, "mve")
+    assert (mve["odd_requant"], mve["odd_tail_requant"]) == (3, 3 * 3)  # one vector, 3 scalar requants a row
+    small = [s for fn, s in sweep("conv", "cmsis-nn") if fn == "arm_convolve_1x1_s8"]
+    assert sum(s["output_dims.w"] == 1 for s in small) >= 3 and any(s["output_dims.c"] == 1 for s in small)

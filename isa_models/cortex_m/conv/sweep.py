@@ -137,6 +137,11 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 5, 1, 9), 7, (2, 1)), ((1, 4, 5, 2), 1, (3, 2)), ((1, 1, 1, 33), 6, (2, 2)), ((1, 6, 3, 5), 3, (3, 1)),
         ((1, 2, 9, 12), 2, (1, 4)), ((1, 7, 4, 3), 9, (2, 2)), ((2, 2, 5, 19), 4, (1, 2)), ((1, 3, 3, 7), 11, (3, 3)),
     )]  # fmt: skip
+    # .. many short rows (the per-row mat-mult call apart from the call's set-up)
+    one_by_one += [_shape(x, (oc, 1, 1), stride=s, padding=(0, 0)) for x, oc, s in (
+        ((1, 15, 2, 8), 2, (2, 2)), ((2, 8, 3, 5), 3, (1, 2)), ((1, 16, 1, 4), 1, (2, 1)), ((3, 5, 4, 6), 2, (2, 3)),
+        ((1, 12, 5, 10), 4, (3, 2)), ((2, 9, 2, 3), 5, (3, 1)), ((1, 20, 3, 2), 2, (2, 3)), ((2, 6, 6, 7), 1, (1, 2)),
+    )]  # fmt: skip
     return [("arm_transpose_conv_s8", s) for s in direct] + [("arm_convolve_1x1_s8", s) for s in one_by_one]
 
 
