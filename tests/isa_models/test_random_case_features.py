@@ -280,6 +280,7 @@ def test_batch_matmul_with_a_filter_offset_runs_the_other_vec_mat_loops():
         assert offset["group_rows"] == 0 and offset["off_group_rows"] == plain["group_rows"]
         assert offset["off_odd_blocks"] == plain["odd_blocks"]
         assert offset["vsum_offset_rows"] == (2 * 5 if tier == "mve" else 0)  # vector sum's cols·offset term
+        assert (plain["vsum_rows"] > 0) == (tier == "mve")  # the vector sum is MVE's only
     tflm = formula.features_for("cmsis-nn-tflm")({**p, "fc_params.filter_offset": -97}, "dsp")
     assert "off_group_rows" not in tflm and tflm["group_rows"] > 0
     offsets = {s.get("fc_params.filter_offset", 0) for fn, s in sweep("fully_connected", "cmsis-nn")
@@ -302,3 +303,19 @@ def test_strided_1x1_prices_the_odd_channel_on_every_column():
     assert (mve["odd_requant"], mve["odd_tail_requant"]) == (3, 3 * 3)  # one vector, 3 scalar requants a row
     small = [s for fn, s in sweep("conv", "cmsis-nn") if fn == "arm_convolve_1x1_s8"]
     assert sum(s["output_dims.w"] == 1 for s in small) >= 3 and any(s["output_dims.c"] == 1 for s in small)
+
+
+def test_fully_connected_counts_the_dsp_k_loop_entries():
+    """CMSIS-NN builds arm_nn_vec_mat_mult_t_s8 with GCC's unroll-loops off MVE: a pass that
+    enters the K/4 loop pays its unrolled prologue, a K under 4 skips it."""
+    from isa_models.cortex_m import fully_connected
+    from isa_models.cortex_m.fully_connected import fc_params
+
+    formula = fully_connected.FORMULAS["arm_fully_connected_s8"]
+    short = formula.features(fc_params(5, 3, 7), "dsp")  # 3 channel pairs + 1 odd channel per row
+    assert (short["group_block_rows"], short["odd_block_rows"], short["group_tail"]) == (0, 0, 5 * 3 * 3)
+    long = formula.features(fc_params(5, 9, 7), "dsp")
+    assert (long["group_block_rows"], long["odd_block_rows"]) == (5 * 3, 5 * 1)
+    assert formula.features(fc_params(5, 9, 7), "mve")["group_block_rows"] == 0
+    ks = {s["input_dims.c"] for fn, s in sweep("fully_connected", "cmsis-nn") if fn == "arm_fully_connected_s8"}
+    assert {1, 2, 3} <= ks
