@@ -174,6 +174,26 @@ MEASURED = [
      "pre_pad.n": 2, "pre_pad.h": 0, "pre_pad.w": 1, "pre_pad.c": 0, "post_pad.n": 0, "post_pad.h": 0,
      "post_pad.w": 2, "post_pad.c": 0}, 922, "arm_pad_s8/0_00002"),  # was -21%
     ("cortex-m55", "arm_elementwise_mul_s8", {"block_size": 4}, 106, "arm_elementwise_mul_s8/0_00017"),  # was +27%
+    ("cortex-m3", "arm_depthwise_conv_3x3_s8", {"ch_mult": 1, "stride.h": 1, "stride.w": 1, "padding.h": 1,
+     "padding.w": 1, "input_dims.n": 1, "input_dims.h": 1, "input_dims.w": 1, "input_dims.c": 2, "filter_dims.n": 1,
+     "filter_dims.h": 3, "filter_dims.w": 3, "filter_dims.c": 2, "output_dims.n": 1, "output_dims.h": 1,
+     "output_dims.w": 1, "output_dims.c": 2}, 495, "arm_depthwise_conv_3x3_s8/0_00098"),  # was +849%
+    ("cortex-m4", "arm_depthwise_conv_s8_opt", {"ch_mult": 1, "stride.h": 3, "stride.w": 2, "padding.h": 2,
+     "padding.w": 3, "input_dims.n": 1, "input_dims.h": 9, "input_dims.w": 1, "input_dims.c": 9, "filter_dims.n": 1,
+     "filter_dims.h": 5, "filter_dims.w": 5, "filter_dims.c": 9, "output_dims.n": 1, "output_dims.h": 3,
+     "output_dims.w": 2, "output_dims.c": 9}, 23932, "arm_depthwise_conv_s8_opt/0_00060"),  # was +359%
+    ("cortex-m7", "arm_convolve_1x1_s8", {"stride.h": 2, "stride.w": 2, "padding.h": 0, "padding.w": 0,
+     "input_dims.n": 1, "input_dims.h": 3, "input_dims.w": 1, "input_dims.c": 3, "filter_dims.n": 1, "filter_dims.h": 1,
+     "filter_dims.w": 1, "filter_dims.c": 3, "output_dims.n": 1, "output_dims.h": 2, "output_dims.w": 1,
+     "output_dims.c": 1}, 264, "arm_convolve_1x1_s8/0_00000"),  # was +238%
+    ("cortex-m0plus", "arm_batch_matmul_s8", {"fc_params.input_offset": 128, "fc_params.filter_offset": 31,
+     "input_lhs_dims.n": 2, "input_lhs_dims.h": 1, "input_lhs_dims.w": 4, "input_lhs_dims.c": 64,
+     "input_rhs_dims.n": 2, "input_rhs_dims.h": 1, "input_rhs_dims.w": 6, "input_rhs_dims.c": 64, "output_dims.n": 2,
+     "output_dims.h": 1, "output_dims.w": 4, "output_dims.c": 6}, 50995, "arm_batch_matmul_s8/0_00019"),  # was -34%
+    ("cortex-m33", "arm_fully_connected_s8", {"input_offset": -127, "filter_offset": 0, "input_dims.n": 2,
+     "input_dims.h": 1, "input_dims.w": 1, "input_dims.c": 7, "filter_dims.n": 7, "filter_dims.h": 1, "filter_dims.w": 1,
+     "filter_dims.c": 1, "output_dims.n": 2, "output_dims.h": 1, "output_dims.w": 1, "output_dims.c": 1}, 560,
+     "arm_fully_connected_s8/0_00098"),  # was +39%
 ]  # fmt: skip
 
 
