@@ -339,3 +339,18 @@ def test_fully_connected_counts_the_dsp_k_loop_entries():
     assert formula.features(fc_params(5, 9, 7), "mve")["group_block_rows"] == 0
     ks = {s["input_dims.c"] for fn, s in sweep("fully_connected", "cmsis-nn") if fn == "arm_fully_connected_s8"}
     assert {1, 2, 3} <= ks
+
+
+def test_mve_1xn_takes_the_three_mat_mults_when_cs_remainder_is_negative():
+    """arm_convolve_1_x_n_s8 on MVE: asym_pad = total_pad % 2 in C, -1 for a valid padding
+    whose stride leaves the last input column unread; it passes the padding check (0·2 + -1 ==
+    -1) and runs the three mat-mults (left 0 rows, middle OW-1, right 1), not arm_convolve_s8."""
+    from isa_models.cortex_m.conv.sweep import _shape
+
+    formula = conv.FORMULAS["arm_convolve_1_x_n_s8"]
+    p = _shape((1, 1, 16, 4), (3, 1, 5), stride=(1, 2), padding=(0, 0))  # OW 6, total_pad -1
+    f = formula.features(p, "mve")
+    assert f["mat_calls"] == 3 and "tap_rows" not in f
+    assert f["odd_requant"] == 0 and f["odd_tail_requant"] == (1 + 1) * 3  # 5 + 1 columns: 1 + 1 odd, 3 channels
+    small = [s for fn, s in sweep("conv", "cmsis-nn") if fn == "arm_convolve_1_x_n_s8"]
+    assert any((s["output_dims.w"] - 1) * s["stride.w"] + s["filter_dims.w"] - s["input_dims.w"] < 0 for s in small)

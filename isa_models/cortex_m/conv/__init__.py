@@ -43,6 +43,8 @@ an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per outpu
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from isa_models.cortex_m.formula import Features, Formula, imported_at_call
@@ -275,7 +277,10 @@ def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad = tile(p, "stride", 1), tile(p, "padding")
     total = (o.w - 1) * s.w + f.w - i.w
-    asym = total % 2
+    # C's remainder truncates toward zero: a valid padding whose stride leaves input columns
+    # unread (total -1) has asym_pad -1, passes CMSIS-NN's check and takes the three mat-mults
+    # (Python's -1 % 2 == 1 sent it to arm_convolve_s8's features: issue 18's 1xN tail)
+    asym = int(math.fmod(total, 2))
     right = max(1, ceil_div(pad.w + asym, s.w)) if pad.w + asym else 0
     left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
     middle = max(o.w - right - left, 0)
@@ -286,6 +291,10 @@ def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
     for rows in (left, middle, right):
         for k, v in _mat_mult(tier, rows, o.c, depth).items():
             features[k] = features.get(k, 0.0) + o.n * v
+        # the leftover columns requantize 4 channels a vector, the C mod 4 last ones one by one
+        # (as in :func:`_cmsis_1x1_features`)
+        features["odd_requant"] += o.n * (rows % 4) * (o.c // 4 - ceil_div(o.c, 4))
+        features["odd_tail_requant"] = features.get("odd_tail_requant", 0.0) + o.n * (rows % 4) * (o.c % 4)
     ops = ByteOps(tier, skip_empty=False)
     ops.fill(pad.w * f.c, 0, o.n)
     ops.copy(depth, 0, 0, o.n)

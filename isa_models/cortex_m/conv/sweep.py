@@ -142,7 +142,23 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 15, 2, 8), 2, (2, 2)), ((2, 8, 3, 5), 3, (1, 2)), ((1, 16, 1, 4), 1, (2, 1)), ((3, 5, 4, 6), 2, (2, 3)),
         ((1, 12, 5, 10), 4, (3, 2)), ((2, 9, 2, 3), 5, (3, 1)), ((1, 20, 3, 2), 2, (2, 3)), ((2, 6, 6, 7), 1, (1, 2)),
     )]  # fmt: skip
-    return [("arm_transpose_conv_s8", s) for s in direct] + [("arm_convolve_1x1_s8", s) for s in one_by_one]
+    # ``arm_convolve_1_x_n_s8`` called directly, small: valid padding whose stride leaves the
+    # last input columns unread (C's asym_pad -1: the three mat-mults with a 0-row left call)
+    # and SAME padding over 1-6 output columns (MVE's three mat-mults of 0-4 rows each; off MVE
+    # it is arm_convolve_s8, measured only on the MVE files). stride.w * C_IN is a multiple of 4.
+    one_by_n = [_shape(x, (oc, 1, kw), stride=(1, sw), padding=pd) for x, oc, kw, sw, pd in (
+        ((1, 1, 16, 4), 3, 5, 2, (0, 0)), ((1, 1, 9, 4), 2, 4, 2, (0, 0)), ((1, 1, 3, 4), 1, 2, 3, (0, 0)),
+        ((1, 1, 9, 8), 5, 2, 3, (0, 0)), ((1, 1, 4, 2), 4, 1, 2, (0, 0)), ((2, 1, 10, 4), 2, 3, 3, (0, 0)),
+        ((1, 1, 5, 4), 4, 4, 3, None), ((2, 1, 4, 4), 4, 6, 1, None), ((1, 1, 1, 4), 2, 2, 2, None),
+        ((1, 1, 7, 12), 8, 5, 3, None), ((1, 1, 12, 6), 1, 5, 2, None), ((1, 1, 2, 6), 3, 1, 2, None),
+        ((2, 1, 11, 2), 3, 4, 2, None), ((1, 1, 6, 16), 7, 3, 1, None), ((1, 1, 4, 8), 2, 3, 2, None),
+        ((1, 1, 8, 4), 5, 7, 1, None),
+    )]  # fmt: skip
+    return (
+        [("arm_transpose_conv_s8", s) for s in direct]
+        + [("arm_convolve_1x1_s8", s) for s in one_by_one]
+        + [("arm_convolve_1_x_n_s8", s) for s in one_by_n]
+    )
 
 
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
