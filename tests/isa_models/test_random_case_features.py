@@ -174,6 +174,26 @@ MEASURED = [
      "pre_pad.n": 2, "pre_pad.h": 0, "pre_pad.w": 1, "pre_pad.c": 0, "post_pad.n": 0, "post_pad.h": 0,
      "post_pad.w": 2, "post_pad.c": 0}, 922, "arm_pad_s8/0_00002"),  # was -21%
     ("cortex-m55", "arm_elementwise_mul_s8", {"block_size": 4}, 106, "arm_elementwise_mul_s8/0_00017"),  # was +27%
+    ("cortex-m3", "arm_depthwise_conv_3x3_s8", {"ch_mult": 1, "stride.h": 1, "stride.w": 1, "padding.h": 1,
+     "padding.w": 1, "input_dims.n": 1, "input_dims.h": 1, "input_dims.w": 1, "input_dims.c": 2, "filter_dims.n": 1,
+     "filter_dims.h": 3, "filter_dims.w": 3, "filter_dims.c": 2, "output_dims.n": 1, "output_dims.h": 1,
+     "output_dims.w": 1, "output_dims.c": 2}, 495, "arm_depthwise_conv_3x3_s8/0_00098"),  # was +849%
+    ("cortex-m4", "arm_depthwise_conv_s8_opt", {"ch_mult": 1, "stride.h": 3, "stride.w": 2, "padding.h": 2,
+     "padding.w": 3, "input_dims.n": 1, "input_dims.h": 9, "input_dims.w": 1, "input_dims.c": 9, "filter_dims.n": 1,
+     "filter_dims.h": 5, "filter_dims.w": 5, "filter_dims.c": 9, "output_dims.n": 1, "output_dims.h": 3,
+     "output_dims.w": 2, "output_dims.c": 9}, 23932, "arm_depthwise_conv_s8_opt/0_00060"),  # was +359%
+    ("cortex-m7", "arm_convolve_1x1_s8", {"stride.h": 2, "stride.w": 2, "padding.h": 0, "padding.w": 0,
+     "input_dims.n": 1, "input_dims.h": 3, "input_dims.w": 1, "input_dims.c": 3, "filter_dims.n": 1, "filter_dims.h": 1,
+     "filter_dims.w": 1, "filter_dims.c": 3, "output_dims.n": 1, "output_dims.h": 2, "output_dims.w": 1,
+     "output_dims.c": 1}, 264, "arm_convolve_1x1_s8/0_00000"),  # was +238%
+    ("cortex-m0plus", "arm_batch_matmul_s8", {"fc_params.input_offset": 128, "fc_params.filter_offset": 31,
+     "input_lhs_dims.n": 2, "input_lhs_dims.h": 1, "input_lhs_dims.w": 4, "input_lhs_dims.c": 64,
+     "input_rhs_dims.n": 2, "input_rhs_dims.h": 1, "input_rhs_dims.w": 6, "input_rhs_dims.c": 64, "output_dims.n": 2,
+     "output_dims.h": 1, "output_dims.w": 4, "output_dims.c": 6}, 50995, "arm_batch_matmul_s8/0_00019"),  # was -34%
+    ("cortex-m33", "arm_fully_connected_s8", {"input_offset": -127, "filter_offset": 0, "input_dims.n": 2,
+     "input_dims.h": 1, "input_dims.w": 1, "input_dims.c": 7, "filter_dims.n": 7, "filter_dims.h": 1, "filter_dims.w": 1,
+     "filter_dims.c": 1, "output_dims.n": 2, "output_dims.h": 1, "output_dims.w": 1, "output_dims.c": 1}, 560,
+     "arm_fully_connected_s8/0_00098"),  # was +39%
 ]  # fmt: skip
 
 
@@ -233,3 +253,104 @@ def test_transpose_conv_with_a_null_bias_resets_its_buffer_by_memset():
 
     drawn = [c for c in vec.generate_cases("arm_transpose_conv_s8", 12, 0) if c.params.get("bias_is_null")]
     assert drawn and all(case_params(c)["bias_is_null"] == 1 for c in drawn)
+
+
+def _three_by_three_by_loop(p) -> dict[str, int]:
+    """arm_depthwise_conv_3x3_s8's loop trips, stepped as its C source steps them."""
+    ih, iw, c = p["input_dims.h"], p["input_dims.w"], p["output_dims.c"]
+    n = {"rows": 0, "taps": 0}
+    for oy in range(p["output_dims.h"]):
+        in_h = oy * p["stride.h"] - p["padding.h"]
+        for ox in range(p["output_dims.w"]):
+            in_w = ox * p["stride.w"] - p["padding.w"]
+            for _ker_h in range(max(0, -in_h), min(3, ih - in_h)):
+                n["rows"] += 1
+                n["taps"] += (in_w >= 0) + 1 + (iw - in_w >= 3)  # ker_w_start == 0; middle; right
+    return {"quad_rows": n["rows"] * (c // 4), "tail_rows": n["rows"] * (c % 4),
+            "quad_taps": n["taps"] * (c // 4), "tail_taps": n["taps"] * (c % 4)}  # fmt: skip
+
+
+def test_depthwise_3x3_counts_cmsis_nns_rows_and_straight_line_taps():
+    from isa_models.cortex_m import depthwise
+    from isa_models.cortex_m.depthwise.sweep import cmsis_nn_sweep
+
+    formula = depthwise.FORMULAS["arm_depthwise_conv_3x3_s8"]
+    three = [s for fn, s in cmsis_nn_sweep() if fn == "arm_depthwise_conv_3x3_s8"]
+    assert any(s["output_dims.h"] * s["output_dims.w"] == 1 for s in three)  # single pixels
+    assert {s["output_dims.c"] % 4 for s in three} == {0, 1, 2, 3} and any(s["padding.h"] == 2 for s in three)
+    for s in three:
+        f = formula.features_for("cmsis-nn")(s, "dsp")
+        assert {k: f[k] for k in ("quad_rows", "tail_rows", "quad_taps", "tail_taps")} == _three_by_three_by_loop(s)
+        assert f["pixels"] == s["output_dims.h"] * s["output_dims.w"]
+    # kernels_c and TFLM's -O2 build keep the features their files were fitted with
+    assert "quad_taps" not in formula.features_for("kernels_c")(three[0], "dsp")
+    assert "quad_taps" not in formula.features_for("cmsis-nn-tflm")(three[0], "dsp")
+
+
+def test_batch_matmul_with_a_filter_offset_runs_the_other_vec_mat_loops():
+    from isa_models.cortex_m import fully_connected
+    from isa_models.cortex_m.fully_connected import bmm_params
+
+    formula = fully_connected.FORMULAS["arm_batch_matmul_s8"]
+    p = bmm_params(1, 2, 3, 5, 18)
+    for tier in ("scalar", "dsp", "mve"):
+        plain = formula.features(p, tier)
+        offset = formula.features({**p, "fc_params.filter_offset": -97}, tier)
+        assert plain["group_rows"] > 0 and plain["off_group_rows"] == 0
+        assert offset["group_rows"] == 0 and offset["off_group_rows"] == plain["group_rows"]
+        assert offset["off_odd_blocks"] == plain["odd_blocks"]
+        assert offset["vsum_offset_rows"] == (2 * 5 if tier == "mve" else 0)  # vector sum's cols·offset term
+        assert (plain["vsum_rows"] > 0) == (tier == "mve")  # the vector sum is MVE's only
+    tflm = formula.features_for("cmsis-nn-tflm")({**p, "fc_params.filter_offset": -97}, "dsp")
+    assert "off_group_rows" not in tflm and tflm["group_rows"] > 0
+    offsets = {s.get("fc_params.filter_offset", 0) for fn, s in sweep("fully_connected", "cmsis-nn")
+               if fn == "arm_batch_matmul_s8"}  # fmt: skip
+    assert len(offsets - {0}) >= 8
+
+
+def test_strided_1x1_prices_the_odd_channel_on_every_column():
+    from isa_models.cortex_m.conv.sweep import _shape
+
+    formula = conv.FORMULAS["arm_convolve_1x1_s8"]
+    # 3 output rows of one column, 7 channels, K 9: no column pair, so the blocked count had no
+    # odd-channel MACs, while CMSIS-NN runs channel 7 over the column of every row
+    p = _shape((1, 5, 1, 9), (7, 1, 1), stride=(2, 1), padding=(0, 0))
+    for tier in ("scalar", "dsp"):
+        f = formula.features_for("cmsis-nn")(p, tier)
+        assert f["odd_chan_passes"] == 3 and f["odd_channels"] == 3 * 9
+        assert f["odd_col_passes"] == 3 * 3 and f["chan_pairs"] == 3 * 3
+    mve = formula.features_for("cmsis-nn")(p, "mve")
+    assert (mve["odd_requant"], mve["odd_tail_requant"]) == (3, 3 * 3)  # one vector, 3 scalar requants a row
+    small = [s for fn, s in sweep("conv", "cmsis-nn") if fn == "arm_convolve_1x1_s8"]
+    assert sum(s["output_dims.w"] == 1 for s in small) >= 3 and any(s["output_dims.c"] == 1 for s in small)
+
+
+def test_fully_connected_counts_the_dsp_k_loop_entries():
+    """CMSIS-NN builds arm_nn_vec_mat_mult_t_s8 with GCC's unroll-loops off MVE: a pass that
+    enters the K/4 loop pays its unrolled prologue, a K under 4 skips it."""
+    from isa_models.cortex_m import fully_connected
+    from isa_models.cortex_m.fully_connected import fc_params
+
+    formula = fully_connected.FORMULAS["arm_fully_connected_s8"]
+    short = formula.features(fc_params(5, 3, 7), "dsp")  # 3 channel pairs + 1 odd channel per row
+    assert (short["group_block_rows"], short["odd_block_rows"], short["group_tail"]) == (0, 0, 5 * 3 * 3)
+    long = formula.features(fc_params(5, 9, 7), "dsp")
+    assert (long["group_block_rows"], long["odd_block_rows"]) == (5 * 3, 5 * 1)
+    assert formula.features(fc_params(5, 9, 7), "mve")["group_block_rows"] == 0
+    ks = {s["input_dims.c"] for fn, s in sweep("fully_connected", "cmsis-nn") if fn == "arm_fully_connected_s8"}
+    assert {1, 2, 3} <= ks
+
+
+def test_mve_1xn_takes_the_three_mat_mults_when_cs_remainder_is_negative():
+    """arm_convolve_1_x_n_s8 on MVE: asym_pad = total_pad % 2 in C, -1 for a valid padding
+    whose stride leaves the last input column unread; it passes the padding check (0·2 + -1 ==
+    -1) and runs the three mat-mults (left 0 rows, middle OW-1, right 1), not arm_convolve_s8."""
+    from isa_models.cortex_m.conv.sweep import _shape
+
+    formula = conv.FORMULAS["arm_convolve_1_x_n_s8"]
+    p = _shape((1, 1, 16, 4), (3, 1, 5), stride=(1, 2), padding=(0, 0))  # OW 6, total_pad -1
+    f = formula.features(p, "mve")
+    assert f["mat_calls"] == 3 and "tap_rows" not in f
+    assert f["odd_requant"] == 0 and f["odd_tail_requant"] == (1 + 1) * 3  # 5 + 1 columns: 1 + 1 odd, 3 channels
+    small = [s for fn, s in sweep("conv", "cmsis-nn") if fn == "arm_convolve_1_x_n_s8"]
+    assert any((s["output_dims.w"] - 1) * s["stride.w"] + s["filter_dims.w"] - s["input_dims.w"] < 0 for s in small)

@@ -43,6 +43,8 @@ an int32 row buffer (``_cmsis_transpose_features``), kernels_c gathers per outpu
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from isa_models.cortex_m.formula import Features, Formula, imported_at_call
@@ -148,6 +150,40 @@ def _conv_features(
     }
 
 
+def _cmsis_1x1_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_convolve_1x1_s8: one ``arm_nn_mat_mult_nt_t_s8`` per output row
+    (:func:`_conv_features` ``row_wise``). Off MVE that mat-mult runs, per pair of output channels
+    (``chan_pairs``: its weight-sum loop and bias set-up), the column pairs, then the row's odd
+    column (``odd_col_passes``: one pass and two requantizations per channel pair; its MACs
+    ``odd_columns`` over the paired channels only), and then the
+    odd output channel over *every* column of the row (``odd_chan_passes`` = rows·OW·(C mod 2),
+    its MACs ``odd_channels`` = that · K; the blocked count's ⌊OW/2⌋·2 missed a one-column row's);
+    DSP: the K mod 4 tail loop's entries (``tail_passes``, per column pass and channel pair).
+    MVE: the leftover columns' requantization, a vector per 4 channels (``odd_requant``) and
+    the scalar one per channel of C mod 4 (``odd_tail_requant``).
+    The random-case tail (issue 18): rows of 1-3 columns, 1-11 channels, priced up to +240%."""
+    features = _conv_features(p, tier, row_wise=True)
+    f, o = dims(p, "filter_dims"), dims(p, "output_dims")
+    if tier == "mve":  # a leftover column requantizes its channels 4 at a time (one vector), then
+        # the C mod 4 last ones one by one with the scalar arm_nn_requantize (``odd_tail_requant``)
+        odd = o.n * o.h * (o.w % 4)
+        features["odd_requant"] = float(odd * (f.n // 4))
+        features["odd_tail_requant"] = float(odd * (f.n % 4))
+        return features
+    b = _SCALAR_MAT_MULT if tier == "scalar" else BLOCKING[tier]
+    rows, depth = o.n * o.h, f.h * f.w * f.c
+    full_chans, odd_chans = divmod(f.n, b.channels)
+    odd_cols = o.w % b.columns
+    features.update({"chan_pairs": float(rows * full_chans), "odd_col_passes": float(rows * odd_cols * full_chans),
+                     "odd_chan_passes": float(rows * o.w * odd_chans),
+                     # the odd column's MACs run in the channel-pair loop only
+                     "odd_columns": float(rows * odd_cols * full_chans * b.channels * depth),
+                     "odd_channels": float(rows * o.w * odd_chans * depth)})  # fmt: skip
+    if tier == "dsp":  # the K mod 4 tail loop, entered per (column pair or odd column, channel pair)
+        features["tail_passes"] = float(rows * (o.w // 2 + odd_cols) * full_chans * (depth % 4 != 0))
+    return features
+
+
 def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> dict[str, float]:
     """CMSIS-NN arm_convolve_s8's im2col: per output pixel and filter tap one ``arm_memcpy_s8``
     of C_IN/G bytes (tap inside the input) or one ``arm_memset_s8`` of the input offset (tap in
@@ -241,7 +277,10 @@ def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad = tile(p, "stride", 1), tile(p, "padding")
     total = (o.w - 1) * s.w + f.w - i.w
-    asym = total % 2
+    # C's remainder truncates toward zero: a valid padding whose stride leaves input columns
+    # unread (total -1) has asym_pad -1, passes CMSIS-NN's check and takes the three mat-mults
+    # (Python's -1 % 2 == 1 sent it to arm_convolve_s8's features: issue 18's 1xN tail)
+    asym = int(math.fmod(total, 2))
     right = max(1, ceil_div(pad.w + asym, s.w)) if pad.w + asym else 0
     left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
     middle = max(o.w - right - left, 0)
@@ -252,6 +291,10 @@ def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
     for rows in (left, middle, right):
         for k, v in _mat_mult(tier, rows, o.c, depth).items():
             features[k] = features.get(k, 0.0) + o.n * v
+        # the leftover columns requantize 4 channels a vector, the C mod 4 last ones one by one
+        # (as in :func:`_cmsis_1x1_features`)
+        features["odd_requant"] += o.n * (rows % 4) * (o.c // 4 - ceil_div(o.c, 4))
+        features["odd_tail_requant"] = features.get("odd_tail_requant", 0.0) + o.n * (rows % 4) * (o.c % 4)
     ops = ByteOps(tier, skip_empty=False)
     ops.fill(pad.w * f.c, 0, o.n)
     ops.copy(depth, 0, 0, o.n)
@@ -369,7 +412,7 @@ FORMULAS: dict[str, Formula] = {
         Formula(
             "arm_convolve_1x1_s8",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier, row_wise=True),
+            _cmsis_1x1_features,
             conv_macs,
             conv_bytes,
             "1x1, any stride: strided rows read in place; call, pixels, outputs, blocks, k_tail",
@@ -378,6 +421,8 @@ FORMULAS: dict[str, Formula] = {
                     "kernels_c",
                     lambda p, t: _conv_features(p, t, row_wise=True, kernels_c=True),
                 ),
+                # TFLM's -O2 build keeps the features its file was fitted with (not re-measured)
+                ("cmsis-nn-tflm", lambda p, t: _conv_features(p, t, row_wise=True)),
             ),
         ),
         Formula(

@@ -127,7 +127,38 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
         ((1, 1, 3, 4), (1, 5, 3), (1, 2)), ((1, 2, 4, 6), (3, 3, 3), (2, 2)), ((2, 2, 2, 20), (4, 2, 3), (3, 3)),
         ((1, 3, 5, 1), (8, 4, 4), (2, 2)), ((1, 4, 3, 9), (2, 3, 2), (1, 1)),
     )]  # fmt: skip
-    return [("arm_transpose_conv_s8", s) for s in direct]
+    # ``arm_convolve_1x1_s8`` called directly on small strided calls: one mat-mult per output
+    # row, so rows of 1-3 columns (the odd column each row), 1-5 output channels (the odd
+    # channel), depths with a tail; the shared sweep's smallest call was ~5,000 cycles and a
+    # per-call term absorbed the per-row work (issue 18: up to +240% on 300-cycle calls)
+    one_by_one = [_shape(x, (oc, 1, 1), stride=s, padding=(0, 0)) for x, oc, s in (
+        ((1, 3, 1, 3), 1, (2, 2)), ((1, 1, 2, 29), 2, (3, 3)), ((1, 1, 7, 4), 4, (2, 3)), ((1, 1, 2, 10), 5, (2, 1)),
+        ((1, 1, 7, 16), 3, (1, 3)), ((1, 8, 2, 25), 1, (2, 3)), ((1, 2, 2, 1), 3, (2, 2)), ((2, 3, 3, 6), 2, (2, 2)),
+        ((1, 5, 1, 9), 7, (2, 1)), ((1, 4, 5, 2), 1, (3, 2)), ((1, 1, 1, 33), 6, (2, 2)), ((1, 6, 3, 5), 3, (3, 1)),
+        ((1, 2, 9, 12), 2, (1, 4)), ((1, 7, 4, 3), 9, (2, 2)), ((2, 2, 5, 19), 4, (1, 2)), ((1, 3, 3, 7), 11, (3, 3)),
+    )]  # fmt: skip
+    # .. many short rows (the per-row mat-mult call apart from the call's set-up)
+    one_by_one += [_shape(x, (oc, 1, 1), stride=s, padding=(0, 0)) for x, oc, s in (
+        ((1, 15, 2, 8), 2, (2, 2)), ((2, 8, 3, 5), 3, (1, 2)), ((1, 16, 1, 4), 1, (2, 1)), ((3, 5, 4, 6), 2, (2, 3)),
+        ((1, 12, 5, 10), 4, (3, 2)), ((2, 9, 2, 3), 5, (3, 1)), ((1, 20, 3, 2), 2, (2, 3)), ((2, 6, 6, 7), 1, (1, 2)),
+    )]  # fmt: skip
+    # ``arm_convolve_1_x_n_s8`` called directly, small: valid padding whose stride leaves the
+    # last input columns unread (C's asym_pad -1: the three mat-mults with a 0-row left call)
+    # and SAME padding over 1-6 output columns (MVE's three mat-mults of 0-4 rows each; off MVE
+    # it is arm_convolve_s8, measured only on the MVE files). stride.w * C_IN is a multiple of 4.
+    one_by_n = [_shape(x, (oc, 1, kw), stride=(1, sw), padding=pd) for x, oc, kw, sw, pd in (
+        ((1, 1, 16, 4), 3, 5, 2, (0, 0)), ((1, 1, 9, 4), 2, 4, 2, (0, 0)), ((1, 1, 3, 4), 1, 2, 3, (0, 0)),
+        ((1, 1, 9, 8), 5, 2, 3, (0, 0)), ((1, 1, 4, 2), 4, 1, 2, (0, 0)), ((2, 1, 10, 4), 2, 3, 3, (0, 0)),
+        ((1, 1, 5, 4), 4, 4, 3, None), ((2, 1, 4, 4), 4, 6, 1, None), ((1, 1, 1, 4), 2, 2, 2, None),
+        ((1, 1, 7, 12), 8, 5, 3, None), ((1, 1, 12, 6), 1, 5, 2, None), ((1, 1, 2, 6), 3, 1, 2, None),
+        ((2, 1, 11, 2), 3, 4, 2, None), ((1, 1, 6, 16), 7, 3, 1, None), ((1, 1, 4, 8), 2, 3, 2, None),
+        ((1, 1, 8, 4), 5, 7, 1, None),
+    )]  # fmt: skip
+    return (
+        [("arm_transpose_conv_s8", s) for s in direct]
+        + [("arm_convolve_1x1_s8", s) for s in one_by_one]
+        + [("arm_convolve_1_x_n_s8", s) for s in one_by_n]
+    )
 
 
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.

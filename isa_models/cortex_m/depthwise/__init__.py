@@ -212,8 +212,28 @@ def _to_conv_features(p: Params, tier: str, library: str | None = None) -> Featu
     return conv_formulas.FORMULAS[key].features_for(library)(q, tier)
 
 
-def _formula(key: str, doc: str) -> Formula:
-    return Formula(key, PUBLIC_WRAPPER, _features, macs, nbytes, doc)
+def _three_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_depthwise_conv_3x3_s8 (scalar and DSP: the same loop nest). It has no
+    batch loop. Per output row and pixel (``out_rows`` = OH, ``pixels`` = OH·OW) a channel loop:
+    blocks of 4 channels (bias loads, four requantizations and stores: ``quad_pixels`` =
+    P·⌊C/4⌋), then the C mod 4 leftover channels one by one (``tail_pixels`` = P·(C mod 4)).
+    Each runs a loop over the filter rows inside the input (``ker_h_start`` to ``MIN(3, input_y
+    - in_h)``: ``quad_rows`` / ``tail_rows`` = R·⌊C/4⌋ / R·(C mod 4), R = Σ over pixels of those
+    rows) whose three column taps are straight-line code: the middle one always, the left one
+    when ``in_w >= 0``, the right one when ``input_x - in_w >= 3`` (``quad_taps`` /
+    ``tail_taps``, T = Σ over pixels of rows × those columns). With no small shapes, a
+    feature set of per-tap terms only fitted a call term of thousands of cycles (issue 18)."""
+    i, o = dims(p, "input_dims"), dims(p, "output_dims")
+    s, pad = tile(p, "stride", 1), tile(p, "padding")
+    rows = [max(0, min(3, i.h - y) - max(0, -y)) for y in (oy * s.h - pad.h for oy in range(o.h))]
+    cols = [(x >= 0) + 1 + (i.w - x >= 3) for x in (ox * s.w - pad.w for ox in range(o.w))]
+    r, t = sum(rows) * o.w, sum(rows) * sum(cols)
+    quads, rest = divmod(o.c, 4)
+    pixels = o.h * o.w
+    return {"call": 1.0, "out_rows": float(o.h), "pixels": float(pixels),
+            "quad_pixels": float(pixels * quads), "tail_pixels": float(pixels * rest),
+            "quad_rows": float(r * quads), "tail_rows": float(r * rest),
+            "quad_taps": float(t * quads), "tail_taps": float(t * rest)}  # fmt: skip
 
 
 #: kernels_c's own loops (:mod:`isa_models.cortex_m.depthwise.kernels_c`), imported only by an
@@ -241,7 +261,17 @@ FORMULAS: dict[str, Formula] = {
             "ch_mult 1: im2col of the window, channel-parallel MACs",
             library_features=(("kernels_c", imported_at_call(_KERNELS_C, "opt_features")),),
         ),
-        _formula("arm_depthwise_conv_3x3_s8", "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)"),
+        Formula(
+            "arm_depthwise_conv_3x3_s8",
+            PUBLIC_WRAPPER,
+            _three_features,
+            macs,
+            nbytes,
+            "ch_mult 1, 3x3, padding <= 1 (scalar/DSP builds)",
+            # kernels_c, and TFLM's -O2 build (not re-measured on the small shapes), keep the
+            # per-tap features their files were fitted with
+            library_features=(("kernels_c", _features), ("cmsis-nn-tflm", _features)),
+        ),
         Formula(
             TO_CONV,
             PUBLIC_WRAPPER,

@@ -116,4 +116,37 @@ def sweep_mve() -> list[tuple[str, dict[str, int]]]:
     )]  # fmt: skip
 
 
-__all__ = ["sweep"]
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    issue 18: ``arm_depthwise_conv_3x3_s8`` called directly (as ``refsim conformance`` calls
+    it; the MVE build never routes to it, so its files skip these) on the small shapes the
+    random-case table (d) found the sweep lacked: single pixels, one output row or column,
+    strides up to 3, channel counts 1-9 (all-leftover and odd tails), a padded top of 2 rows."""
+    three = [_shape(x, (3, 3), stride=s, padding=pd) for x, s, pd in (
+        ((1, 1, 1, 2), (1, 1), None), ((1, 3, 3, 5), (3, 3), (0, 0)), ((1, 4, 5, 1), (2, 2), (0, 1)),
+        ((1, 2, 4, 1), (1, 3), (1, 1)), ((1, 4, 3, 9), (2, 2), (0, 0)), ((1, 1, 12, 2), (3, 3), (1, 0)),
+        ((1, 1, 6, 7), (1, 3), (1, 0)), ((1, 3, 1, 9), (3, 2), (2, 1)), ((1, 3, 11, 1), (3, 2), (0, 1)),
+        ((1, 1, 2, 8), (3, 3), (1, 1)), ((1, 2, 2, 3), (1, 1), None), ((1, 5, 4, 6), (2, 1), (1, 1)),
+        ((1, 1, 1, 13), (1, 1), None), ((1, 6, 2, 4), (1, 2), (2, 1)), ((1, 2, 7, 11), (2, 2), None),
+        ((1, 4, 4, 3), (3, 1), (1, 0)), ((1, 7, 3, 10), (1, 1), (0, 0)), ((1, 2, 9, 5), (1, 2), (1, 1)),
+        ((1, 9, 9, 2), (2, 3), None), ((1, 1, 4, 17), (1, 1), None),
+    )]  # fmt: skip
+    # ``arm_depthwise_conv_s8_opt`` called directly: odd channel counts (the 2·C-byte memsets of
+    # padded taps end in newlib's byte loop; the channel tail's tap loop) and inputs narrower
+    # than the window, padded left and right (the DSP column buffer's per-tap memsets), where
+    # the shared sweep's channels were multiples of 4 but one
+    opt = [_shape(x, k, stride=s, padding=pd) for x, k, s, pd in (
+        ((1, 9, 1, 9), (5, 5), (3, 2), (2, 3)), ((1, 8, 1, 9), (4, 5), (1, 1), (1, 2)),
+        ((1, 12, 3, 5), (4, 5), (2, 1), (3, 4)), ((1, 10, 2, 3), (2, 4), (3, 1), (0, 1)),
+        ((1, 11, 2, 7), (2, 5), (3, 2), (1, 3)), ((1, 6, 2, 9), (3, 4), (3, 1), (0, 1)),
+        ((1, 7, 5, 1), (3, 5), (1, 1), (1, 2)), ((1, 5, 4, 11), (5, 3), (1, 2), (2, 1)),
+        ((1, 6, 6, 6), (4, 4), (2, 2), (1, 2)), ((1, 3, 9, 2), (2, 6), (1, 1), (0, 3)),
+        ((1, 8, 3, 13), (3, 3), (2, 1), (2, 2)), ((1, 4, 4, 10), (7, 7), (1, 1), (3, 3)),
+        ((1, 1, 7, 5), (1, 4), (1, 2), (0, 2)), ((1, 9, 2, 15), (5, 2), (2, 1), (2, 1)),
+        ((1, 6, 4, 4), (2, 5), (1, 3), (1, 4)), ((1, 7, 7, 3), (5, 5), (2, 2), None),
+    )]  # fmt: skip
+    return [("arm_depthwise_conv_3x3_s8", s) for s in three] + [("arm_depthwise_conv_s8_opt", s) for s in opt]
+
+
+__all__ = ["cmsis_nn_sweep", "sweep"]

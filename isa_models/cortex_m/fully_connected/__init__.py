@@ -31,7 +31,9 @@ def _vec_mat_cmsis(tier: str, rows: int, channels: int, depth: int) -> dict[str,
     """CMSIS-NN's ``arm_nn_vec_mat_mult_t_s8`` per LHS row: output channels in groups of G
     (scalar 3, DSP 2, MVE 4), then the C mod G left one at a time, each a pass over K
     (scalar: K MACs; DSP: ⌊K/4⌋ SMLAD blocks + K mod 4; MVE: ⌈K/16⌉ predicated VMLADAVs):
-    group_rows/odd_rows (pass set-ups), group_blocks/odd_blocks, group_tail/odd_tail."""
+    group_rows/odd_rows (pass set-ups), group_blocks/odd_blocks, group_tail/odd_tail, and the
+    passes that enter the DSP's K/4 loop (group_block_rows/odd_block_rows: CMSIS-NN builds this
+    file with ``unroll-loops`` off MVE, so a loop's entry, not only its trips, costs)."""
     group = {"scalar": 3, "dsp": 2, "mve": 4}[tier]
     full, odd = divmod(channels, group)
     if tier == "mve":
@@ -42,7 +44,11 @@ def _vec_mat_cmsis(tier: str, rows: int, channels: int, depth: int) -> dict[str,
         per, tail = depth, 0
     return {"group_rows": float(rows * full), "odd_rows": float(rows * odd),
             "group_blocks": float(rows * full * per), "odd_blocks": float(rows * odd * per),
-            "group_tail": float(rows * full * tail), "odd_tail": float(rows * odd * tail)}  # fmt: skip
+            "group_tail": float(rows * full * tail), "odd_tail": float(rows * odd * tail),
+            # DSP (built with GCC's unroll-loops: each loop entered through its unrolled
+            # prologue): the passes that enter the K/4 loop
+            "group_block_rows": float(rows * full * (per != 0) if tier == "dsp" else 0),
+            "odd_block_rows": float(rows * odd * (per != 0) if tier == "dsp" else 0)}  # fmt: skip
 
 
 def _vec_mat_kernels_c(
@@ -111,19 +117,42 @@ def _bmm_shape(p: Params) -> tuple[int, int, int, int]:
 
 
 def _bmm_cmsis_features(p: Params, tier: str) -> Features:
-    """CMSIS-NN's arm_batch_matmul_s8: per (batch, head) group ``arm_vector_sum_s8`` over the
-    RHS (vsum_rows = C, vsum_blocks = C·⌊K/L⌋ or ⌈K/16⌉ on MVE) and per LHS row one
+    """CMSIS-NN's arm_batch_matmul_s8: on MVE per (batch, head) group ``arm_vector_sum_s8``
+    over the RHS (vsum_rows = C, vsum_blocks = C·⌈K/16⌉; none off MVE) and per LHS row one
     :func:`_vec_mat_cmsis` over the C RHS rows."""
     groups, rows, c, k = _bmm_shape(p)
     lanes = BLOCKING[tier].reduce_lanes
-    vsum = c * (ceil_div(k, lanes) if tier == "mve" else k // lanes)
-    if tier == "mve" and value(p, "fc_params.input_offset", 1) == 0:
+    # the vector sum is MVE's only (`#if defined(ARM_MATH_MVEI)`): off MVE no vsum features
+    vsum = c * ceil_div(k, lanes) if tier == "mve" else 0
+    summed = tier == "mve" and value(p, "fc_params.input_offset", 1) != 0
+    if tier == "mve" and not summed:
         vsum = 0  # arm_vector_sum_s8's early exit (lhs_offset 0): the buffer zeroed, no sums
-    mat = _vec_mat_cmsis(tier, rows, c, k)
-    return {"call": 1.0, "groups": float(groups), "batches": float(groups * rows), "outputs": float(groups * rows * c),
-            "vsum_rows": float(groups * c), "vsum_blocks": float(groups * vsum),
-            "vsum_tail": float(0 if tier == "mve" else groups * c * (k % lanes)),
-            **{key: groups * v for key, v in mat.items()}}  # fmt: skip
+    rhs_offset = value(p, "fc_params.filter_offset", 0) != 0
+    # the loop-entry features stay FC's: with the rhs_offset split below they outnumber what the
+    # batch-matmul sweep can tell apart (held-out 22-32% on the DSP cores with them, under 10% without)
+    mat = {key: v for key, v in _vec_mat_cmsis(tier, rows, c, k).items() if not key.endswith("block_rows")}
+    # arm_nn_vec_mat_mult_t_s8 runs another loop nest when its rhs_offset (the filter offset) is
+    # not 0 (`if (rhs_offset)`: the offset added to each weight, SXTAB16 / an add per MAC; MVE:
+    # the LHS summed per pass): the same groups, blocks and tails, priced apart (``off_*``)
+    prefix = "off_" if rhs_offset else ""
+    features = {"call": 1.0, "groups": float(groups), "batches": float(groups * rows),
+                "outputs": float(groups * rows * c),
+                "vsum_rows": float(groups * c if tier == "mve" else 0), "vsum_blocks": float(groups * vsum),
+                "vsum_tail": 0.0,
+                # MVE: arm_vector_sum_s8's cols·rhs_offset term per row
+                "vsum_offset_rows": float(groups * c if summed and rhs_offset else 0)}  # fmt: skip
+    for key, v in mat.items():
+        features[key] = 0.0
+        features["off_" + key] = 0.0
+        features[prefix + key] = float(groups * v)
+    return features
+
+
+def _bmm_zero_offset_features(p: Params, tier: str) -> Features:
+    """TFLM's -O2 build of the batch matmul, fitted (and measured) on filter offset 0 only: the
+    features without the rhs_offset loop nest (:func:`_bmm_cmsis_features`)."""
+    features = _bmm_cmsis_features({**p, "fc_params.filter_offset": 0}, tier)
+    return {k: v for k, v in features.items() if not k.startswith("off_") and k != "vsum_offset_rows"}
 
 
 def _bmm_macs(p: Params) -> int:
@@ -190,7 +219,8 @@ FORMULAS: dict[str, Formula] = {
         Formula("arm_fully_connected_per_channel_s8", "arm_fully_connected_per_channel_s8", _fc_cmsis_features,
                 _fc_macs, _fc_bytes, "per-channel requantization", library_features=(("kernels_c", _fc_kernels_c_features),)),
         Formula("arm_batch_matmul_s8", "arm_batch_matmul_s8", _bmm_cmsis_features, _bmm_macs, _bmm_bytes,
-                "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_kernels_c_features),)),
+                "LHS · RHSᵀ per (batch, head), broadcast", library_features=(("kernels_c", _bmm_kernels_c_features),
+                                                     ("cmsis-nn-tflm", _bmm_zero_offset_features))),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
                 "kernel sums (ahead of time in ExecuTorch's MVE linear)",
                 library_features=(("kernels_c", _vsum_features_kernels_c),), by_arch=True),

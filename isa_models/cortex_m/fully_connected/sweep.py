@@ -50,4 +50,26 @@ def sweep() -> list[tuple[str, dict[str, int]]]:
     return out
 
 
-__all__ = ["sweep"]
+def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN builds only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    issue 18: batch matmuls with a filter (RHS) offset, whose vec-mat runs CMSIS-NN's other loop
+    nest (the shared sweep's offset was 0 throughout, the random cases' almost never), small
+    ones among them (one column, K of 1-3, single rows); fully connected calls over a short K."""
+    shapes = [(1, 1, 16, 16, 32, -97), (1, 2, 8, 12, 64, 31), (2, 1, 10, 6, 20, 128), (1, 1, 12, 5, 18, -2),
+              (1, 3, 6, 10, 40, -127), (2, 3, 3, 7, 9, 5), (1, 1, 32, 3, 24, 77), (1, 1, 9, 17, 96, -20),
+              (3, 3, 1, 1, 1, -97), (1, 1, 8, 3, 16, 128), (2, 2, 4, 1, 16, -127), (1, 1, 2, 9, 31, -3),
+              (1, 3, 5, 3, 64, 31), (2, 1, 6, 2, 3, -1), (1, 2, 1, 6, 70, 64), (3, 1, 7, 12, 50, -55),
+              (1, 1, 3, 1, 1, 0), (2, 2, 4, 1, 16, 0), (1, 1, 2, 9, 31, 0), (2, 1, 6, 2, 3, 0)]  # fmt: skip
+    out = [("arm_batch_matmul_s8", {**bmm_params(b, h, r, c, k), "fc_params.filter_offset": off})
+           for b, h, r, c, k, off in shapes]
+    # fully connected calls of a few rows over a short K (1-9: the tail loop only, or one block)
+    # and 1-17 output channels; the shared sweep's shortest K was 8 over 128 channels
+    fc = [(2, 1, 1), (4, 3, 17), (4, 16, 3), (3, 2, 5), (1, 5, 2), (2, 9, 4), (3, 6, 11), (5, 1, 6),
+          (1, 4, 1), (2, 7, 9), (4, 2, 13), (1, 3, 8)]  # fmt: skip
+    for fn in ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8"):
+        out += [(fn, fc_params(*s)) for s in fc]
+    return out
+
+
+__all__ = ["cmsis_nn_sweep", "sweep"]
