@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 
 from refsim.cli import app, console
-from refsim.errors import VectorError
+from refsim.errors import RefsimError, VectorError
 
 if TYPE_CHECKING:
     from refsim.engine import Engine
@@ -147,9 +147,9 @@ def conformance(
         raise typer.BadParameter("--system applies to --count-cycles")
     sharded = workers is not None or ray is not None
     if sharded and isa is None and cpu is None and kernels_dir is None:
-        raise typer.BadParameter("--workers/--ray shard C-kernel runs: give --isa or --cpu")
+        raise RefsimError("--workers/--ray shard C-kernel runs: give --isa or --cpu")
     if sharded and count_cycles is not None:
-        raise typer.BadParameter("--count-cycles runs in this process: it takes no --workers/--ray")
+        raise RefsimError("--count-cycles runs in this process: it takes no --workers/--ray")
     if any(option is not None for option in (isa, cpu, kernels_dir, count_instructions, count_cycles)):
         if export_vectors is not None:
             raise typer.BadParameter("--export-vectors writes golden-model vectors: it takes no --isa/--cpu")

@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 
 from refsim.cli import main
+from refsim.commands import calibrate as calibrate_cmd
 from refsim.conformance import vectors as vec
 from refsim.engine import Engine, PoolEngine
 from refsim.qemu import campaign
 from refsim.qemu import conformance as qc
 from refsim.qemu.build import build_once
+from tests.cli_util import assert_one_error_line, refsim
 
 FUNCTIONS = ["arm_fully_connected_s8", "arm_depthwise_conv_s8"]
 CASES = 5
@@ -109,6 +111,49 @@ def test_ray_reports_what_the_serial_path_does(ray_instance, campaign_cases, ser
     assert _summary(report) == expected
 
 
+CALIBRATE_CORES = ("cortex-m4", "cortex-m3")
+
+
+@pytest.fixture(scope="module")
+def calibration_serial(timing) -> dict[str, dict]:
+    """kernels_c's elementwise-add sweep on two cores, measured one batch after another."""
+    return {
+        core: calibrate_cmd.calibrate_core(
+            core, library="kernels_c", kernels_dir=None, only=["arm_elementwise_add_s8"], argv=[]
+        )
+        for core in CALIBRATE_CORES
+    }
+
+
+def _calibrate_on(engine) -> dict[str, dict]:
+    plans = [
+        calibrate_cmd.plan_core(core, library="kernels_c", kernels_dir=None, only=["arm_elementwise_add_s8"])
+        for core in CALIBRATE_CORES
+    ]
+    assert sum(len(p.groups) for p in plans) >= 2  # a task per core's batch, both cores at once
+    return {
+        p.model.name: d for p, d in zip(plans, calibrate_cmd.calibrate_on(engine, plans, []), strict=True)
+    }
+
+
+def _same_calibration(a: dict, b: dict) -> None:
+    for core in CALIBRATE_CORES:
+        assert a[core]["functions"] == b[core]["functions"]  # measurements, fit and held-out error
+        assert a[core]["provenance"]["cycles_source"] == b[core]["provenance"]["cycles_source"]
+
+
+def test_calibration_on_a_pool_is_the_serial_one(calibration_serial):
+    with PoolEngine(2) as engine:
+        _same_calibration(_calibrate_on(engine), calibration_serial)
+
+
+def test_calibration_on_ray_is_the_serial_one(ray_instance, calibration_serial):
+    from refsim.engine import RayEngine
+
+    with RayEngine(2, address="auto") as engine:
+        _same_calibration(_calibrate_on(engine), calibration_serial)
+
+
 def _slow_build(final: str, log: str) -> None:
     def make(staging: Path) -> None:
         with open(log, "a") as f:
@@ -148,23 +193,19 @@ def test_cli_workers_match_the_serial_run(toolchain, capsys):
     assert serial_out.strip().splitlines()[-1] == sharded_out.strip().splitlines()[-1] == "4 passed, 0 failed"
 
 
-def test_cli_ray_missing_is_one_line_naming_the_extra(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "ray", None)  # as if it were not installed
-    code, said = _cli(capsys, "--isa", "dsp", "--cases", "1", "--ray", "local")
-    assert code == 2
-    assert said.strip() and len(said.strip().splitlines()) == 1 and "refsim[cluster]" in said
-
-
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [
-        (("--cases", "1", "--workers", "2"), "--isa or --cpu"),
+        (("conformance", "--cases", "1", "--workers", "2"), "--isa or --cpu"),
         (
-            ("--isa", "dsp", "--workers", "2", "--count-cycles", "c.json"),
+            ("conformance", "--isa", "dsp", "--workers", "2", "--count-cycles", "c.json"),
             "--count-cycles runs in this process",
         ),
+        (("calibrate", "--refit", "--workers", "2"), "--refit runs no QEMU"),
+        (("conformance", "--isa", "dsp", "--cases", "1", "--ray", "local"), "refsim[cluster]"),
+        (("calibrate", "--cpu", "cortex-m4", "--ray", "local"), "refsim[cluster]"),
     ],
 )
-def test_cli_bad_engine_options_are_one_line(capsys, argv, fragment):
-    code, said = _cli(capsys, *argv)
-    assert code == 2 and fragment in said
+def test_cli_bad_engine_options_are_one_line(capsys, monkeypatch, argv, fragment):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    assert_one_error_line(refsim(capsys, *argv), fragment)
