@@ -124,7 +124,7 @@ def conformance(
     ] = None,
     per_task: Annotated[
         int, typer.Option("--per-task", min=1, help="With --workers/--ray: cases per task.")
-    ] = 50,
+    ] = 500,
 ) -> None:
     """Check or produce CMSIS-NN conformance vectors (format: docs/conformance.md)."""
     from refsim.conformance import registry

@@ -21,18 +21,22 @@ same messages), instruction counts and skips as one ``run_cases`` over every cas
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from refsim.conformance import vectors as vec
 from refsim.engine import Engine, Task
+from refsim.errors import RefsimError
 from refsim.qemu import conformance as qc
 
-#: Generated cases per task by default: a few seconds of QEMU, so the engine's per-task cost
-#: (Ray's ~ms, a QEMU start's ~0.1 s) stays small beside it (docs/scaling.md).
-PER_TASK = 50
+#: Cases per task by default. A QEMU start (and the batch's fixed cost) is ~0.1-0.2 s and a small
+#: case a few ms, so a task of 500 spends most of its time on cases (benchmarks/campaigns.py,
+#: docs/scaling.md); a larger campaign wants larger tasks only to keep the driver's task count low.
+PER_TASK = 500
 
 
 @dataclass(frozen=True)
@@ -43,13 +47,54 @@ class TargetSpec:
     isa: str | None
     cpu: str | None
     kernels_dir: str | None = None
+    harness_key: str | None = None  # the driver's build key; None: not checked
+    golden: str | None = None  # the driver's golden_fingerprint(); None: not checked
+
+    def pinned(self, target: qc.Target) -> TargetSpec:
+        """This spec with the driver's harness key and golden model, which every worker must match."""
+        return replace(self, harness_key=target.harness.key, golden=golden_fingerprint())
 
 
 @functools.lru_cache(maxsize=8)
 def resolve(spec: TargetSpec) -> qc.Target:
-    """The spec's target, resolved (and its harness built or found) once per process."""
+    """The spec's target, resolved (and its harness built or found) once per process; a worker
+    whose build or golden model differs from the driver's is refused (one line naming the node)."""
     kernels_dir = Path(spec.kernels_dir) if spec.kernels_dir is not None else None
-    return qc.resolve_target(spec.isa, spec.cpu, kernels_dir)
+    target = qc.resolve_target(spec.isa, spec.cpu, kernels_dir)
+    node = os.uname().nodename
+    if spec.harness_key is not None and target.harness.key != spec.harness_key:
+        raise CampaignError(
+            f"worker {node} builds {target.library_name} for {target.core.name} as {target.harness.key}, "
+            f"the campaign's driver as {spec.harness_key}: install the same refsim, toolchain "
+            f"(gcc-arm-none-eabi) and library sources on every node"
+        )
+    if spec.golden is not None and golden_fingerprint() != spec.golden:
+        raise CampaignError(
+            f"worker {node} has golden model {golden_fingerprint()}, the campaign's driver {spec.golden}: "
+            f"install the same refsim on every node"
+        )
+    return target
+
+
+class CampaignError(RefsimError):
+    """A worker cannot take part in the campaign (another build or golden model than the driver's)."""
+
+
+@functools.cache
+def golden_fingerprint() -> str:
+    """refsim's version and a hash of the golden model's sources (kernels_py, refsim/conformance):
+    what the expected outputs of generated cases depend on."""
+    import kernels_py
+    import refsim
+    import refsim.conformance
+
+    digest = hashlib.sha256(f"refsim {refsim.__version__}".encode())
+    for package in (kernels_py, refsim.conformance):
+        root = Path(package.__file__).parent
+        for path in sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts):
+            digest.update(f"\0{package.__name__}/{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    return f"{refsim.__version__}+{digest.hexdigest()[:16]}"
 
 
 def generated_tasks(
@@ -128,7 +173,9 @@ def run_campaign(
     count: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> qc.Report:
-    """Every task on ``engine``; the merged report (module docstring)."""
+    """Every task on ``engine``; the merged report (module docstring). Workers check that they
+    build the driver's harness (``target``) and compute its golden model."""
+    spec = spec.pinned(target)
     wrapped = [Task(t.key, (spec, count, t.payload), t.needs) for t in tasks]
     order = {t.key: i for i, t in enumerate(wrapped)}
     if len(order) != len(wrapped):
@@ -143,9 +190,11 @@ def run_campaign(
 
 __all__ = [
     "PER_TASK",
+    "CampaignError",
     "TargetSpec",
     "case_tasks",
     "generated_tasks",
+    "golden_fingerprint",
     "merge",
     "resolve",
     "run_campaign",

@@ -70,6 +70,16 @@ def _sharded(engine, campaign_cases, serial_target) -> qc.Report:
     return campaign.run_campaign(engine, serial_target, spec, tasks, count=True)
 
 
+def test_a_worker_with_another_build_or_golden_model_refuses(toolchain):
+    spec = campaign.TargetSpec("dsp", "cortex-m4")
+    target = campaign.resolve(spec)
+    assert campaign.resolve(spec.pinned(target)) == target
+    with pytest.raises(campaign.CampaignError, match="install the same refsim, toolchain"):
+        campaign.resolve(campaign.TargetSpec("dsp", "cortex-m4", harness_key="0" * 16))
+    with pytest.raises(campaign.CampaignError, match="golden model"):
+        campaign.resolve(campaign.TargetSpec("dsp", "cortex-m4", golden="0.0.1+other"))
+
+
 def test_generated_shards_draw_the_serial_cases():
     tasks = campaign.generated_tasks(FUNCTIONS, CASES, SEED, per_task=2)
     assert [campaign.task_cases(t) for t in tasks] == [2, 2, 1, 2, 2, 1]
