@@ -26,6 +26,7 @@ cycles, one QEMU start per batch) when available; otherwise executed instruction
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import shlex
@@ -34,6 +35,7 @@ import sys
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -358,6 +360,143 @@ def provenance(
     }
 
 
+@dataclass(frozen=True)
+class CorePlan:
+    """One core's calibration before measuring: what to run, batched, and how it will be measured."""
+
+    model: Any
+    qcore: Any
+    library: str
+    kernels_dir: Path | None
+    profile: Any
+    seed: int
+    rows: list[tuple[str, str, dict[str, int], bool]]
+    groups: list[list[int]]
+    source: str
+
+
+def plan_core(
+    core_name: str,
+    *,
+    library: str,
+    kernels_dir: Path | None,
+    only: Sequence[str] | None,
+    seed: int = 0,
+    profile: Any = None,
+) -> CorePlan:
+    """The sweep rows of ``core_name`` and their QEMU batches (the library's harness is built here:
+    its defined functions narrow the rows)."""
+    from isa_models.cortex_m.cores import get_core_model
+    from isa_models.errors import IsaModelError
+
+    try:
+        model = get_core_model(core_name)
+    except IsaModelError as exc:
+        raise RefsimError(str(exc)) from None
+    qcore = _qemu_core(model)
+    harness, available = _harness(model.name, _dir_key(kernels_dir), _profile_key(profile))
+    _measure, source = measurer(model.name, harness)
+    rows = sweep_calls(model.tier, only, library, model.name)
+    if available is not None:  # a library measures the functions it has (refsim_lut_s8 is ours)
+        rows = [r for r in rows if r[0] in available]
+    if not rows:
+        raise RefsimError(f"calibrate: no sweep shapes match {', '.join(only or [])}")
+    cases = [sweep_case(function, shape, seed) for function, _key, shape, _held in rows]
+    return CorePlan(model, qcore, library, kernels_dir, profile, seed, rows, _batches(cases), source)
+
+
+def _dir_key(kernels_dir: Path | None) -> str | None:
+    return None if kernels_dir is None else str(Path(kernels_dir).resolve())
+
+
+def _profile_key(profile: Any) -> str | None:
+    return None if profile is None else profile.name
+
+
+@functools.lru_cache(maxsize=16)
+def _harness(core_name: str, kernels_dir: str | None, profile: str | None) -> tuple[Any, Any]:
+    """The library's harness for the core (built, or found in this node's cache) and its defined
+    functions; (None, None) for kernels_c (the measurer builds it). Once per process."""
+    if kernels_dir is None:
+        return None, None
+    from isa_models.cortex_m.cores import get_core_model
+    from refsim.qemu.conformance import build_library_harness
+
+    qcore = _qemu_core(get_core_model(core_name))
+    extra = {"profile": build_profile(profile)} if profile else {}
+    return build_library_harness(qcore, Path(kernels_dir), **extra)
+
+
+def measure_task(payload: tuple, blobs: dict[str, Any]) -> tuple[str, list[tuple[int, int]]]:
+    """The engine task of a sharded calibration: one QEMU batch of sweep shapes on this worker's
+    node (cases rebuilt from their shapes and seed); how it measured, and the measurements."""
+    core_name, kernels_dir, profile, seed, calls = payload
+    harness, _ = _harness(core_name, kernels_dir, profile)
+    measure, source = measurer(core_name, harness)
+    return source, [tuple(m) for m in measure([sweep_case(f, shape, seed) for f, shape in calls])]
+
+
+def measure_tasks(plan: CorePlan) -> list[Any]:
+    """One engine task per QEMU batch of the plan, keyed ``<core>/<batch>``."""
+    from refsim.engine import Task
+
+    head = (plan.model.name, _dir_key(plan.kernels_dir), _profile_key(plan.profile), plan.seed)
+    return [
+        Task(f"{plan.model.name}/{k}", (*head, [(plan.rows[i][0], plan.rows[i][2]) for i in group]))
+        for k, group in enumerate(plan.groups)
+    ]
+
+
+def measure_plan(plan: CorePlan) -> list[tuple[int, int]]:
+    """The plan measured here, batch after batch (the serial path)."""
+    harness, _ = _harness(plan.model.name, _dir_key(plan.kernels_dir), _profile_key(plan.profile))
+    measure, _ = measurer(plan.model.name, harness)
+    measured: list[tuple[int, int]] = [(0, 0)] * len(plan.rows)
+    for group in plan.groups:
+        calls = [sweep_case(plan.rows[i][0], plan.rows[i][2], plan.seed) for i in group]
+        for i, m in zip(group, measure(calls), strict=True):
+            measured[i] = m
+    return measured
+
+
+def finish_core(plan: CorePlan, measured: Sequence[tuple[int, int]], argv: Sequence[str]) -> dict:
+    """The calibration document of a measured plan (fit, held-out error, provenance)."""
+    from isa_models.cortex_m import calibration, formulas
+
+    model = plan.model
+
+    def features(function: str, key: str, shape: Mapping[str, int]) -> dict:
+        formula = formulas.FORMULAS[key]
+        # a data formula's features count the work on the case's own data (the same case the
+        # harness ran: sweep_case is seeded by the shape)
+        params = (
+            feature_params(function, shape, sweep_case(function, shape, plan.seed)) if formula.data else shape
+        )
+        return formula.features_for(plan.library, model.name)(params, model.tier)
+
+    measurements = [
+        calibration.Measurement(
+            key=key,
+            shape={"function": function, **shape},
+            features=features(function, key, shape),
+            instructions=ins,
+            cycles=cyc,
+            held_out=held,
+        )
+        for (function, key, shape, held), (ins, cyc) in zip(plan.rows, measured, strict=True)
+    ]
+    prov = provenance(
+        plan.library,
+        plan.kernels_dir,
+        plan.qcore,
+        plan.source,
+        argv,
+        mcpu=model.gcc_mcpu,
+        profile=plan.profile,
+    )
+    return calibration.build_document(plan.library, model.name, model.tier, prov, measurements)
+
+
 def calibrate_core(
     core_name: str,
     *,
@@ -370,51 +509,28 @@ def calibrate_core(
 ) -> dict:
     """Measure the sweep on one core model (isa_models.cortex_m.cores: cortex-m0plus .. m85; M0+ and M85
     run on their code path's QEMU board, timed with their own model) and return the document."""
-    from isa_models.cortex_m import calibration, formulas
-    from isa_models.cortex_m.cores import get_core_model
-    from isa_models.errors import IsaModelError
+    plan = plan_core(
+        core_name, library=library, kernels_dir=kernels_dir, only=only, seed=seed, profile=profile
+    )
+    return finish_core(plan, measure_plan(plan), argv)
 
-    try:
-        model = get_core_model(core_name)
-    except IsaModelError as exc:
-        raise RefsimError(str(exc)) from None
-    qcore = _qemu_core(model)
-    harness = None
-    available = None
-    if kernels_dir is not None:
-        from refsim.qemu.conformance import build_library_harness
 
-        harness, available = build_library_harness(
-            qcore, kernels_dir, **({"profile": profile} if profile else {})
-        )
-    measure, source = measurer(model.name, harness)
-    rows = sweep_calls(model.tier, only, library, model.name)
-    if available is not None:  # a library measures the functions it has (refsim_lut_s8 is ours)
-        rows = [r for r in rows if r[0] in available]
-    if not rows:
-        raise RefsimError(f"calibrate: no sweep shapes match {', '.join(only or [])}")
-    # One generator per shape (seeded by the shape itself): a case's data, and so its data-dependent
-    # counts (rounding and saturation branches), do not depend on which other shapes are swept.
-    cases = [sweep_case(function, shape, seed) for function, _key, shape, _held in rows]
-    measured: list[tuple[int, int]] = [(0, 0)] * len(cases)
-    for group in _batches(cases):
-        for i, m in zip(group, measure([cases[i] for i in group]), strict=True):
-            measured[i] = m
-    measurements = [
-        calibration.Measurement(
-            key=key,
-            shape={"function": function, **shape},
-            features=formulas.FORMULAS[key].features_for(library, model.name)(
-                feature_params(function, shape, case), model.tier
-            ),
-            instructions=ins,
-            cycles=cyc,
-            held_out=held,
-        )
-        for (function, key, shape, held), case, (ins, cyc) in zip(rows, cases, measured, strict=True)
-    ]
-    prov = provenance(library, kernels_dir, qcore, source, argv, mcpu=model.gcc_mcpu, profile=profile)
-    return calibration.build_document(library, model.name, model.tier, prov, measurements)
+def calibrate_on(engine: Any, plans: Sequence[CorePlan], argv: Sequence[str]) -> list[dict]:
+    """Every plan's batches as engine tasks at once (all cores together), then one document per
+    plan: the same documents as :func:`calibrate_core` gives one core after another."""
+    tasks = {plan.model.name: measure_tasks(plan) for plan in plans}
+    by_key = {t.key: (plan, k) for plan in plans for k, t in enumerate(tasks[plan.model.name])}
+    measured = {plan.model.name: [(0, 0)] * len(plan.rows) for plan in plans}
+    for task, (source, values) in engine.map(measure_task, [t for ts in tasks.values() for t in ts], {}):
+        plan, k = by_key[task.key]
+        if source != plan.source:
+            raise RefsimError(
+                f"calibrate: a worker measured {plan.model.name} with {source!r}, this machine with "
+                f"{plan.source!r}: install the same refsim and tools on every node"
+            )
+        for i, m in zip(plan.groups[k], values, strict=True):
+            measured[plan.model.name][i] = tuple(m)
+    return [finish_core(plan, measured[plan.model.name], argv) for plan in plans]
 
 
 def refit_document(document: Mapping[str, Any]) -> dict:
@@ -554,6 +670,19 @@ def calibrate(
             help="No QEMU: refit the files' stored measurements (in --out-dir) with the current formulas.",
         ),
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", min=1, help="Measure the QEMU batches of every core on N local worker processes."
+        ),
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Measure the QEMU batches as Ray tasks: 'local', 'auto' or a cluster ADDRESS (docs/scaling.md).",
+        ),
+    ] = None,
 ) -> None:
     """Measure every CMSIS-NN function's sweep on each core and fit the cost formulas."""
     from isa_models.cortex_m import calibration
@@ -569,8 +698,27 @@ def calibrate(
     table = Table(
         "core", "function / variant", "fit", "held out", "instr err (max)", "cycle err (max)", "source"
     )
+    sharded = workers is not None or ray is not None
+    if sharded and refit:
+        raise RefsimError("--refit runs no QEMU: it takes no --workers/--ray")
+    measured: dict[str, dict] = {}
+    if sharded:
+        from refsim.engine import make_engine
+
+        with make_engine(workers or (None if ray else 1), ray) as engine:
+            lib_profile = chosen_profile if kernels_dir is not None else None
+            plans = [
+                plan_core(core, library=name, kernels_dir=kernels_dir, only=kernel, profile=lib_profile)
+                for core in _cores(cpu)
+            ]
+            tasks = sum(len(p.groups) for p in plans)
+            with console.status(f"measuring {tasks} QEMU batches on {engine.name}"):
+                for plan, document in zip(plans, calibrate_on(engine, plans, argv), strict=True):
+                    measured[plan.model.name] = document
     for core in _cores(cpu):
-        if refit:
+        if core in measured:
+            document = measured[core]
+        elif refit:
             try:
                 shipped = json.loads(calibration.path_for(name, core, out_dir).read_text())
             except (OSError, json.JSONDecodeError) as exc:

@@ -3,8 +3,10 @@ under QEMU (docs/conformance.md). The QEMU side lives in :mod:`refsim.qemu.confo
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,10 +16,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 
 from refsim.cli import app, console
-from refsim.errors import VectorError
+from refsim.errors import RefsimError, VectorError
 
 if TYPE_CHECKING:
-    from refsim.qemu.conformance import Report
+    from refsim.engine import Engine
+    from refsim.qemu.conformance import Report, Target
 
 #: FAIL lines printed per run; the closing line counts them all.
 MAX_FAIL_LINES = 50
@@ -103,6 +106,25 @@ def conformance(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="With --estimate: write per-case records to this JSON file.")
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="With --isa/--cpu: shard the cases over N local worker processes (1: in process, in tasks).",
+        ),
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="With --isa/--cpu: shard the cases into Ray tasks: 'local' (a private instance), "
+            "'auto' or a cluster ADDRESS (docs/scaling.md).",
+        ),
+    ] = None,
+    per_task: Annotated[
+        int, typer.Option("--per-task", min=1, help="With --workers/--ray: cases per task.")
+    ] = 500,
 ) -> None:
     """Check or produce CMSIS-NN conformance vectors (format: docs/conformance.md)."""
     from refsim.conformance import registry
@@ -123,6 +145,11 @@ def conformance(
         return
     if system is not None and count_cycles is None:
         raise typer.BadParameter("--system applies to --count-cycles")
+    sharded = workers is not None or ray is not None
+    if sharded and isa is None and cpu is None and kernels_dir is None:
+        raise RefsimError("--workers/--ray shard C-kernel runs: give --isa or --cpu")
+    if sharded and count_cycles is not None:
+        raise RefsimError("--count-cycles runs in this process: it takes no --workers/--ray")
     if any(option is not None for option in (isa, cpu, kernels_dir, count_instructions, count_cycles)):
         if export_vectors is not None:
             raise typer.BadParameter("--export-vectors writes golden-model vectors: it takes no --isa/--cpu")
@@ -138,6 +165,7 @@ def conformance(
             failures_dir,
             count_cycles=count_cycles,
             system=system,
+            engine=(workers, ray, per_task) if sharded else None,
         )
         return
     if (vectors is None) == (export_vectors is None):
@@ -192,8 +220,45 @@ def _run_c_kernels(
     *,
     count_cycles: Path | None = None,
     system: str | None = None,
+    engine: tuple[int | None, str | None, int] | None = None,
 ) -> None:
-    """``--isa``: generated cases (or ``--vectors DIR``) through C kernels on one core."""
+    """``--isa``: generated cases (or ``--vectors DIR``) through C kernels on one core; with
+    ``engine`` (``--workers``, ``--ray``, ``--per-task``) sharded into engine tasks
+    (:mod:`refsim.qemu.campaign`)."""
+    if engine is not None:
+        from refsim.engine import make_engine
+
+        workers, ray, _ = engine
+        # Ray or the pool refused before any build: a missing extra is one line, not a traceback
+        runner = make_engine(workers or (None if ray else 1), ray)
+    else:
+        runner = None
+    with contextlib.ExitStack() as stack:
+        if runner is not None:
+            stack.enter_context(runner)
+        _run_c_kernels_on(
+            isa, cpu, vectors, kernel, cases, seed, kernels_dir, count_instructions, failures_dir,
+            count_cycles=count_cycles, system=system, runner=runner, per_task=engine[2] if engine else 0,
+        )  # fmt: skip
+
+
+def _run_c_kernels_on(
+    isa: str | None,
+    cpu: str | None,
+    vectors: Path | None,
+    kernel: list[str] | None,
+    cases: int,
+    seed: int,
+    kernels_dir: Path | None,
+    count_instructions: Path | None,
+    failures_dir: Path | None,
+    *,
+    count_cycles: Path | None,
+    system: str | None,
+    runner: Engine | None,
+    per_task: int,
+) -> None:
+    """The run itself, in this process (``runner`` None) or on the engine ``runner``."""
     from refsim.conformance import vectors as vec
     from refsim.qemu import conformance as qc
     from refsim.qemu import timing_cli
@@ -219,6 +284,20 @@ def _run_c_kernels(
             target = timing_cli.timed_target(target, timed_cpu)
     tier = "public functions" if target.variant == "default" else f"{target.variant} variants"
     _say(f"{target.library_name} on {target.core.name} ({target.core.machine}): --isa {target.isa}, {tier}")
+    if runner is not None:
+        _run_sharded(
+            target,
+            runner,
+            vectors,
+            kernel,
+            cases,
+            seed,
+            kernels_dir,
+            count_instructions,
+            failures_dir,
+            per_task,
+        )
+        return
     if vectors is not None:
         chosen = set(vec.resolve_functions(kernel))
         todo = [c for c in vec.iter_directory(vectors) if c.function in chosen]
@@ -236,6 +315,73 @@ def _run_c_kernels(
         report = qc.run_cases(
             target, todo, count=count_instructions is not None, progress=lambda n: progress.advance(task, n)
         )
+    _conclude(report, target, source, count_instructions, failures_dir, count_cycles=count_cycles,
+              system=system, todo=todo, timed_cpu=timed_cpu)  # fmt: skip
+
+
+def _run_sharded(
+    target: Target,
+    runner: Engine,
+    vectors: Path | None,
+    kernel: list[str] | None,
+    cases: int,
+    seed: int,
+    kernels_dir: Path | None,
+    count_instructions: Path | None,
+    failures_dir: Path | None,
+    per_task: int,
+) -> None:
+    """The campaign as engine tasks (refsim/qemu/campaign.py); the same report as the serial path."""
+    from refsim.conformance import vectors as vec
+    from refsim.qemu import campaign
+    from refsim.qemu import conformance as qc
+
+    spec = campaign.TargetSpec(
+        target.isa,
+        target.core.name,
+        str(kernels_dir.resolve()) if kernels_dir is not None else None,
+    )
+    if vectors is not None:
+        chosen = set(vec.resolve_functions(kernel))
+        tasks = campaign.case_tasks(
+            [c for c in vec.iter_directory(vectors) if c.function in chosen], per_task=per_task
+        )
+        source = str(vectors)
+    else:
+        functions = qc.kernel_functions(kernel)
+        if not functions:
+            raise VectorError(f"--kernel {' '.join(kernel or ['all'])}: no such function has a C kernel")
+        tasks = campaign.generated_tasks(functions, cases, seed, per_task=per_task)
+        source = f"seed {seed}, {cases} per kernel"
+    total = sum(campaign.task_cases(t) for t in tasks)
+    started = time.perf_counter()
+    with _progress() as progress:
+        bar = progress.add_task(f"running on {target.core.name} ({runner.name})", total=total)
+        report = campaign.run_campaign(
+            runner, target, spec, tasks, count=count_instructions is not None,
+            progress=lambda n: progress.advance(bar, n),
+        )  # fmt: skip
+    wall = time.perf_counter() - started
+    _say(f"{total} cases in {len(tasks)} task(s) on {runner.name} in {wall:.1f} s")
+    _conclude(report, target, source, count_instructions, failures_dir)
+
+
+def _conclude(
+    report: Report,
+    target: Target,
+    source: str,
+    count_instructions: Path | None,
+    failures_dir: Path | None,
+    *,
+    count_cycles: Path | None = None,
+    system: str | None = None,
+    todo: list | None = None,
+    timed_cpu: str | None = None,
+) -> None:
+    """The table, the closing lines, the reproducers and the files, from a run's report."""
+    from refsim.qemu import conformance as qc
+    from refsim.qemu import timing_cli
+
     if not report.kernels:
         raise VectorError(f"{source}: no case is of a function {target.library_name} runs")
 

@@ -184,14 +184,15 @@ def write_case(root: Path, case: Case) -> Path:
     return out
 
 
-def generate_cases(function: str, count: int, seed: int) -> Iterator[Case]:
-    """``count`` random cases of ``function``, computed by the golden model.
+def generate_cases(function: str, count: int, seed: int, *, start: int = 0) -> Iterator[Case]:
+    """``count`` random cases of ``function``, computed by the golden model: cases ``start`` to
+    ``start + count - 1``.
 
     Case ``i`` uses ``np.random.default_rng([seed, i])``, so any case can be regenerated
-    alone from its ``seed`` and ``index`` params.
+    alone from its ``seed`` and ``index`` params (and a campaign sharded by index ranges).
     """
     fn = registry.get(function)
-    for i in range(count):
+    for i in range(start, start + count):
         rng = np.random.default_rng([seed, i])
         arrays, params = fn.generate(rng)
         params = dict(params, function=function, seed=seed, index=i)

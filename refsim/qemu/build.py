@@ -11,12 +11,13 @@ directory renamed into place), so concurrent test workers may race safely.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,11 +124,39 @@ def build_harness(core: Core | str, *, force: bool = False) -> Harness:
 def build_once(final: Path, product: str, make: Callable[[Path], None], *, force: bool = False) -> Path:
     """``final / product``, found in the cache or made now by ``make(staging)`` in a temporary
     directory beside ``final`` that is then renamed into place. Atomic, so concurrent test workers
-    may race safely: a lost race keeps the winner's build; ``force`` rebuilds."""
+    may race safely: a lost race keeps the winner's build; ``force`` rebuilds.
+
+    Builders of the same ``final`` on one machine (campaign workers starting together on a fresh
+    node) take turns on a lock file beside it, so the build runs once per node, not once per
+    worker: the others wait, then find it made."""
+    if (final / product).is_file() and not force:
+        return final / product
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with _build_lock(final):
+        _build_unlocked(final, product, make, force=force)
+    return final / product
+
+
+@contextlib.contextmanager
+def _build_lock(final: Path) -> Iterator[None]:
+    """An exclusive lock on ``.<final>.lock`` (flock; released when the holder exits, even killed)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: the atomic rename alone keeps the cache sound
+        yield
+        return
+    with open(final.parent / f".{final.name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build_unlocked(final: Path, product: str, make: Callable[[Path], None], *, force: bool) -> None:
     if force and final.exists():
         shutil.rmtree(final)
     if not (final / product).is_file():
-        final.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
         try:
             make(staging)
@@ -138,4 +167,3 @@ def build_once(final: Path, product: str, make: Callable[[Path], None], *, force
                     raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return final / product
