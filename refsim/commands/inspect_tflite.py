@@ -99,10 +99,9 @@ def _runs(calls: list[dict]) -> str:
 
 def _memory(mf, path: str, json_path: Path | None, cpu: str, word_size: int) -> None:
     """``--memory``: TFLM's tensor arena for this model (refsim/memory/tflm/)."""
+    from refsim.memory.tflm.budget import SAME_BUILD
     from refsim.memory.tflm.predict import predict, setup_for
     from refsim.memory.tflm.report import report_dict, report_lines
-
-    from refsim.memory.tflm.budget import SAME_BUILD
 
     build = SAME_BUILD.get(cpu, cpu) if word_size == 32 else None  # the M85 links the M55's build
     setup = setup_for(build, word_size)
@@ -119,7 +118,9 @@ def _memory(mf, path: str, json_path: Path | None, cpu: str, word_size: int) -> 
     console.print(table)
     console.print(f"struct sizes: {setup.sizes.source}")
     if "build" in report["tflm"]:
-        console.print(f"{cpu}: TFLM's {report['tflm']['build']} build (the same code; gcc 12.2 has no -mcpu for it)")
+        console.print(
+            f"{cpu}: TFLM's {report['tflm']['build']} build (the same code; gcc 12.2 has no -mcpu for it)"
+        )
     if flash is not None:
         _print_flash_and_ram(report["tflm"], path)
 

@@ -140,7 +140,9 @@ def test_transpose_routes_by_rank_in_cmsis_nn_and_merges_axes_in_kernels_c():
     assert t.features_for("kernels_c")(same, "dsp")["rows"] == 1  # one merged copy
     cm = t.features(same, "dsp")  # CMSIS-NN: the 3-D element nest, unit-stride rows of 4
     assert cm["unit_planes_3d"] == 2 and cm["unit_rows_3d"] == 6 and cm["unit_bytes_3d"] == 24
-    assert cm["planes_3d"] == 0 and cm["unit_nest_3d"] == 1 and cm["route_3d"] == 1  # the unit version's own loops
+    assert (
+        cm["planes_3d"] == 0 and cm["unit_nest_3d"] == 1 and cm["route_3d"] == 1
+    )  # the unit version's own loops
     swap = layout.transpose_params((2, 3, 4), (0, 2, 1))
     assert t.features_for("kernels_c")(swap, "dsp")["gathers"] == 2 * 4 * (3 // 4)
     assert t.features(swap, "dsp")["elements_3d"] == 24

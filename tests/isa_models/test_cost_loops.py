@@ -112,7 +112,11 @@ def test_armv6m_transpose_rows_take_the_word_version_only_when_aligned(shape, pe
 def test_mve_transpose_rows_follow_gccs_mve_version(run, expected):
     t = layout.FORMULAS["arm_transpose_s8"]
     f = t.features(layout.transpose_params((1, 2, 1, run), (0, 2, 1, 3)), "mve")
-    nest = ("unit_nest", "unit_planes", "unit_batches")  # the unit version's outer loops (one plane of 2 rows)
+    nest = (
+        "unit_nest",
+        "unit_planes",
+        "unit_batches",
+    )  # the unit version's outer loops (one plane of 2 rows)
     rows = {k: v for k, v in f.items() if k.startswith("unit_") and k not in nest and v}
     assert rows == {"unit_rows": 2, **{k: 2 * v for k, v in expected.items()}}
     assert (f["unit_nest"], f["unit_planes"], f["unit_batches"]) == (1, 2, 1)

@@ -280,7 +280,9 @@ def test_depthwise_3x3_counts_cmsis_nns_rows_and_straight_line_taps():
     assert {s["output_dims.c"] % 4 for s in three} == {0, 1, 2, 3} and any(s["padding.h"] == 2 for s in three)
     for s in three:
         f = formula.features_for("cmsis-nn")(s, "dsp")
-        assert {k: f[k] for k in ("quad_rows", "tail_rows", "quad_taps", "tail_taps")} == _three_by_three_by_loop(s)
+        assert {
+            k: f[k] for k in ("quad_rows", "tail_rows", "quad_taps", "tail_taps")
+        } == _three_by_three_by_loop(s)
         assert f["pixels"] == s["output_dims.h"] * s["output_dims.w"]
     # kernels_c and TFLM's -O2 build keep the features their files were fitted with
     assert "quad_taps" not in formula.features_for("kernels_c")(three[0], "dsp")
@@ -337,7 +339,9 @@ def test_fully_connected_counts_the_dsp_k_loop_entries():
     long = formula.features(fc_params(5, 9, 7), "dsp")
     assert (long["group_block_rows"], long["odd_block_rows"]) == (5 * 3, 5 * 1)
     assert formula.features(fc_params(5, 9, 7), "mve")["group_block_rows"] == 0
-    ks = {s["input_dims.c"] for fn, s in sweep("fully_connected", "cmsis-nn") if fn == "arm_fully_connected_s8"}
+    ks = {
+        s["input_dims.c"] for fn, s in sweep("fully_connected", "cmsis-nn") if fn == "arm_fully_connected_s8"
+    }
     assert {1, 2, 3} <= ks
 
 
@@ -351,6 +355,10 @@ def test_mve_1xn_takes_the_three_mat_mults_when_cs_remainder_is_negative():
     p = _shape((1, 1, 16, 4), (3, 1, 5), stride=(1, 2), padding=(0, 0))  # OW 6, total_pad -1
     f = formula.features(p, "mve")
     assert f["mat_calls"] == 3 and "tap_rows" not in f
-    assert f["odd_requant"] == 0 and f["odd_tail_requant"] == (1 + 1) * 3  # 5 + 1 columns: 1 + 1 odd, 3 channels
+    assert (
+        f["odd_requant"] == 0 and f["odd_tail_requant"] == (1 + 1) * 3
+    )  # 5 + 1 columns: 1 + 1 odd, 3 channels
     small = [s for fn, s in sweep("conv", "cmsis-nn") if fn == "arm_convolve_1_x_n_s8"]
-    assert any((s["output_dims.w"] - 1) * s["stride.w"] + s["filter_dims.w"] - s["input_dims.w"] < 0 for s in small)
+    assert any(
+        (s["output_dims.w"] - 1) * s["stride.w"] + s["filter_dims.w"] - s["input_dims.w"] < 0 for s in small
+    )

@@ -166,7 +166,9 @@ def test_inspect_memory_carries_flash_and_ram(capsys):
     assert "no data for --cpu cortex-m7" in json.loads(out)["tflm"]["flash"]["error"]
     # the M85 links the M55's build (as refsim compare counts it); the M0+, a core QEMU does not
     # emulate, still has its (scalar) arena predicted
-    m55 = json.loads(refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m55", "--json", "-")[1])["tflm"]
+    m55 = json.loads(refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m55", "--json", "-")[1])[
+        "tflm"
+    ]
     code, out, err = refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m85", "--json", "-")
     assert code == 0, err
     m85 = json.loads(out)["tflm"]
@@ -174,7 +176,9 @@ def test_inspect_memory_carries_flash_and_ram(capsys):
     assert (m85["arena_min_bytes"], m85["flash_bytes"]) == (m55["arena_min_bytes"], m55["flash_bytes"])
     code, out, err = refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m0plus", "--json", "-")
     assert code == 0, err
-    m3 = json.loads(refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m3", "--json", "-")[1])["tflm"]
+    m3 = json.loads(refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m3", "--json", "-")[1])[
+        "tflm"
+    ]
     assert json.loads(out)["tflm"]["arena_min_bytes"] == m3["arena_min_bytes"]  # both scalar builds
     # the M33 (measured after the first three cores) is predicted like them
     code, out, err = refsim(capsys, "inspect", kws, "--memory", "--cpu", "cortex-m33", "--json", "-")

@@ -73,7 +73,19 @@ def test_rows_are_the_numbers_of_run_and_compare(baseline, tmp_path):
     from refsim.cli import main
 
     assert (
-        main(["run", str(KWS_M4), "--estimate-cycles", "--shape-only", "--cpu", "cortex-m4", "--json", str(report), "-q"])
+        main(
+            [
+                "run",
+                str(KWS_M4),
+                "--estimate-cycles",
+                "--shape-only",
+                "--cpu",
+                "cortex-m4",
+                "--json",
+                str(report),
+                "-q",
+            ]
+        )
         == 0
     )
     ran = json.loads(report.read_text())

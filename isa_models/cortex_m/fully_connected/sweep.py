@@ -61,8 +61,10 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
               (3, 3, 1, 1, 1, -97), (1, 1, 8, 3, 16, 128), (2, 2, 4, 1, 16, -127), (1, 1, 2, 9, 31, -3),
               (1, 3, 5, 3, 64, 31), (2, 1, 6, 2, 3, -1), (1, 2, 1, 6, 70, 64), (3, 1, 7, 12, 50, -55),
               (1, 1, 3, 1, 1, 0), (2, 2, 4, 1, 16, 0), (1, 1, 2, 9, 31, 0), (2, 1, 6, 2, 3, 0)]  # fmt: skip
-    out = [("arm_batch_matmul_s8", {**bmm_params(b, h, r, c, k), "fc_params.filter_offset": off})
-           for b, h, r, c, k, off in shapes]
+    out = [
+        ("arm_batch_matmul_s8", {**bmm_params(b, h, r, c, k), "fc_params.filter_offset": off})
+        for b, h, r, c, k, off in shapes
+    ]
     # fully connected calls of a few rows over a short K (1-9: the tail loop only, or one block)
     # and 1-17 output channels; the shared sweep's shortest K was 8 over 128 channels
     fc = [(2, 1, 1), (4, 3, 17), (4, 16, 3), (3, 2, 5), (1, 5, 2), (2, 9, 4), (3, 6, 11), (5, 1, 6),
