@@ -354,13 +354,18 @@ QEMU_FIXTURES = FIXTURES / "tflm_qemu"
 
 @pytest.mark.parametrize("path", MLPERF, ids=lambda p: p.stem)
 def test_refsim_equals_tflm_on_cortex_m_under_qemu(path):
-    """refsim's outputs equal TFLM + CMSIS-NN (4ab83cc3) built for cortex-m3, m4 and m55 and run
+    """refsim's outputs equal TFLM + CMSIS-NN (4ab83cc3) built for cortex-m3, m4, m33 and m55 and run
     under QEMU on a seeded input (tests/fixtures/tflite/tflm_qemu, refsim/lab/tflm/measure.py):
     three CMSIS-NN code paths (scalar, DSP, MVE), one answer."""
     with np.load(QEMU_FIXTURES / f"{path.stem}.npz") as z:
         recorded = {k: z[k] for k in z.files}
     (output,) = Program.load(path).method().execute([recorded["input"]])
     cores = [k for k in recorded if k.startswith("output0_")]
-    assert sorted(cores) == ["output0_cortex_m3", "output0_cortex_m4", "output0_cortex_m55"]
+    assert sorted(cores) == [
+        "output0_cortex_m3",
+        "output0_cortex_m33",
+        "output0_cortex_m4",
+        "output0_cortex_m55",
+    ]
     for core in cores:
         np.testing.assert_array_equal(output.reshape(-1), recorded[core], err_msg=core)
