@@ -153,20 +153,18 @@ def conformance(
     if any(option is not None for option in (isa, cpu, kernels_dir, count_instructions, count_cycles)):
         if export_vectors is not None:
             raise typer.BadParameter("--export-vectors writes golden-model vectors: it takes no --isa/--cpu")
-        _run_c_kernels(
-            isa.value if isa else None,
-            cpu,
-            vectors,
-            kernel,
-            cases,
-            seed,
-            kernels_dir,
-            count_instructions,
-            failures_dir,
-            count_cycles=count_cycles,
-            system=system,
-            engine=(workers, ray, per_task) if sharded else None,
-        )
+        with contextlib.ExitStack() as stack:
+            runner = None  # sharded runs: engine tasks (refsim.qemu.campaign)
+            if sharded:
+                from refsim.engine import make_engine
+
+                # Ray or the pool refused before any build: a missing extra is one line, not a traceback
+                runner = stack.enter_context(make_engine(workers or (None if ray else 1), ray))
+            _run_c_kernels(
+                isa.value if isa else None, cpu, vectors, kernel, cases, seed, kernels_dir,
+                count_instructions, failures_dir, count_cycles=count_cycles, system=system,
+                runner=runner, per_task=per_task if sharded else 0,
+            )  # fmt: skip
         return
     if (vectors is None) == (export_vectors is None):
         raise typer.BadParameter("give exactly one of --vectors DIR or --export-vectors DIR")
@@ -208,41 +206,6 @@ def _progress() -> Progress:
 
 
 def _run_c_kernels(
-    isa: str | None,
-    cpu: str | None,
-    vectors: Path | None,
-    kernel: list[str] | None,
-    cases: int,
-    seed: int,
-    kernels_dir: Path | None,
-    count_instructions: Path | None,
-    failures_dir: Path | None,
-    *,
-    count_cycles: Path | None = None,
-    system: str | None = None,
-    engine: tuple[int | None, str | None, int] | None = None,
-) -> None:
-    """``--isa``: generated cases (or ``--vectors DIR``) through C kernels on one core; with
-    ``engine`` (``--workers``, ``--ray``, ``--per-task``) sharded into engine tasks
-    (:mod:`refsim.qemu.campaign`)."""
-    if engine is not None:
-        from refsim.engine import make_engine
-
-        workers, ray, _ = engine
-        # Ray or the pool refused before any build: a missing extra is one line, not a traceback
-        runner = make_engine(workers or (None if ray else 1), ray)
-    else:
-        runner = None
-    with contextlib.ExitStack() as stack:
-        if runner is not None:
-            stack.enter_context(runner)
-        _run_c_kernels_on(
-            isa, cpu, vectors, kernel, cases, seed, kernels_dir, count_instructions, failures_dir,
-            count_cycles=count_cycles, system=system, runner=runner, per_task=engine[2] if engine else 0,
-        )  # fmt: skip
-
-
-def _run_c_kernels_on(
     isa: str | None,
     cpu: str | None,
     vectors: Path | None,
