@@ -44,6 +44,7 @@ import resource
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,21 @@ CAMPAIGN_SECONDS = 30.0
 #: No answer from the worker for this long is a hang: the SIGALRM net fires first in Python code.
 HANG_SECONDS = ALARM_SECONDS + 30.0
 CORPORA = {"full": FULL_CORPUS, "tests": TEST_CORPUS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What draws the campaign's files and judges them (the command line's options)."""
+
+    seed: int = 0
+    corpus: str = "full"
+    semantic_share: float = 0.5
+    headroom_mb: int = 0
+    max_seconds: float = CAMPAIGN_SECONDS
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Settings:
+        return cls(args.seed, args.corpus, args.semantic_share, args.headroom_mb, args.max_seconds)
 
 
 def draw(seed: int, index: int, names: list[str], semantic_share: float) -> tuple[str, list]:
@@ -138,57 +154,66 @@ def worker_failure(result: dict) -> dict:
 # -- the worker: runs file ``index`` for each request ------------------------------------------
 
 
-def worker(args: argparse.Namespace) -> None:
-    corpus = CORPORA[args.corpus]
+def worker(settings: Settings) -> None:
+    corpus = CORPORA[settings.corpus]
     originals = {name: path.read_bytes() for name, path in sorted(corpus.items())}
     names = sorted(originals)
     run_case((MODELS_DIR / "kws.pte").read_bytes())  # numba loads its cached kernels before the cap
-    if args.headroom_mb:
-        cap_address_space(args.headroom_mb)
+    if settings.headroom_mb:
+        cap_address_space(settings.headroom_mb)
 
     def handle(request: dict) -> dict:
         index = request["index"]
-        name, mutations = draw(args.seed, index, names, args.semantic_share)
+        name, mutations = draw(settings.seed, index, names, settings.semantic_share)
         data = apply_mutations(originals[name], mutations)
-        return answer(run_case(data, seed=(args.seed, index)))
+        return answer(run_case(data, seed=(settings.seed, index)))
 
     serve(handle)
 
 
-def worker_spec(args: argparse.Namespace) -> WorkerSpec:
-    argv = [str(Path(__file__).resolve()), "--worker", "--seed", str(args.seed), "--corpus", args.corpus]
-    argv += ["--semantic-share", repr(args.semantic_share), "--headroom-mb", str(args.headroom_mb)]
+def worker_spec(settings: Settings) -> WorkerSpec:
+    argv = [
+        str(Path(__file__).resolve()),
+        "--worker",
+        "--seed",
+        str(settings.seed),
+        "--corpus",
+        settings.corpus,
+    ]
+    argv += ["--semantic-share", repr(settings.semantic_share), "--headroom-mb", str(settings.headroom_mb)]
     return WorkerSpec(tuple(argv), str(ROOT), HANG_SECONDS)
 
 
 # -- the campaign --------------------------------------------------------------------------------
 
 
-def campaign(engine: Engine, args: argparse.Namespace, indices, progress=None) -> dict:
-    """Files ``indices`` of the campaign ``args`` describes, sharded on ``engine``; the report."""
-    names = sorted(CORPORA[args.corpus])
-    tasks = index_tasks(f"pte/{args.seed}", indices, worker_spec(args), per_task=args.per_task)
+def campaign(
+    engine: Engine, settings: Settings, indices: Sequence[int], *, per_task: int = PER_TASK, progress=None
+) -> dict:
+    """Files ``indices`` of the campaign, sharded on ``engine``; the report."""
+    names = sorted(CORPORA[settings.corpus])
+    tasks = index_tasks(f"pte/{settings.seed}", indices, worker_spec(settings), per_task=per_task)
     started = time.perf_counter()
     results = run_indexed(engine, tasks, progress)
     elapsed = time.perf_counter() - started
-    tally, lines = Tally(args.max_seconds), []
+    tally, lines = Tally(settings.max_seconds), []
     for result in results:
         index = result["index"]
-        name, mutations = draw(args.seed, index, names, args.semantic_share)
+        name, mutations = draw(settings.seed, index, names, settings.semantic_share)
         case = f"#{index} {name} {mutations}"
         outcome = worker_failure(result) if result.get("outcome") in ("hang", "crash") else result
         tally.add(case, outcome)
         lines.append(f"{case}\t{outcome['label']}\t{bool(outcome['unexpected'])}")
     return {
         **report(tally),
-        "seed": args.seed,
-        "corpus": args.corpus,
-        "semantic_share": args.semantic_share,
+        "seed": settings.seed,
+        "corpus": settings.corpus,
+        "semantic_share": settings.semantic_share,
         "case_digest": case_digest(lines),
         "run": {
             "engine": engine.name,
             "tasks": len(tasks),
-            "per_task": args.per_task,
+            "per_task": per_task,
             "cases": len(results),
             "elapsed_seconds": round(elapsed, 1),
             "cases_per_minute": round(60 * len(results) / max(elapsed, 1e-9)),
@@ -291,20 +316,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        worker(args)
+        worker(Settings.of(args))
         return 0
 
     started = time.perf_counter()
     if args.files_from:
         result = run_files(args.files_from, args)
     else:
+        settings = Settings.of(args)
         indices = [int(i) for i in args.only.split(",")] if args.only else range(args.files)
         total = len(indices)
         progress = None if args.quiet else (lambda n: print(f"  {n}/{total} files", flush=True))
         try:
             if args.scaling:
                 result, rows = measure_engines(
-                    lambda engine: campaign(engine, args, indices, progress),
+                    lambda engine: campaign(
+                        engine, settings, indices, per_task=args.per_task, progress=progress
+                    ),
                     args.scaling.split(","),
                     same_outcomes,
                 )
@@ -314,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             else:
                 with make_engine(args.workers, args.ray) as engine:
-                    result = campaign(engine, args, indices, progress)
+                    result = campaign(engine, settings, indices, per_task=args.per_task, progress=progress)
         except RefsimError as exc:
             print(f"fuzz_pte: {exc}", file=sys.stderr)
             return 2
