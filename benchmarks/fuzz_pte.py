@@ -64,6 +64,7 @@ from refsim.fuzzing import (  # noqa: E402
     provenance,
     run_indexed,
     serve,
+    worker_start_seconds,
 )
 from tests.runtime.test_hostile import (  # noqa: E402
     ALARM_SECONDS,
@@ -337,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                     same_outcomes,
                 )
                 result["scaling"] = rows
+                result["worker_start_s"] = worker_start_seconds(worker_spec(settings))
                 result["provenance"] = provenance(
                     ROOT, "shared machine (2 cores, other jobs): compare ratios"
                 )

@@ -188,8 +188,8 @@ def serve(handle: Callable[[dict], dict]) -> None:
 
 # -- shards on the engine ----------------------------------------------------------------------
 
-#: Cases per shard by default. A worker's start (interpreter, imports, warm-up) is ~1-2 s and a
-#: case a few to tens of ms, so a shard of 500 spends most of its time on cases
+#: Cases per shard by default (a script may set its own). A worker's start (interpreter, imports,
+#: warm-up) is ~1-2 s and a .pte case ~20 ms, so a shard of 500 spends ~90 % of its time on cases
 #: (docs/scaling.md, "Fuzz campaigns").
 PER_TASK = 500
 
@@ -291,6 +291,7 @@ def measure_engines(
                 "engine_start_s": round(started, 1),
                 "cases_per_min": round(60 * cases / wall),
                 "same_report": True,
+                "load_average_after": round(os.getloadavg()[0], 2),
             }
         )
         print(
@@ -300,6 +301,17 @@ def measure_engines(
         )
     assert first is not None, "no ways"
     return first, rows
+
+
+def worker_start_seconds(spec: WorkerSpec, times: int = 3) -> float:
+    """A worker's start, to ready (interpreter, imports, warm-up): the median of ``times``, the
+    fixed cost every shard pays once."""
+    seconds = []
+    for _ in range(times):
+        t0 = time.perf_counter()
+        CaseWorker(spec).close()
+        seconds.append(time.perf_counter() - t0)
+    return round(sorted(seconds)[len(seconds) // 2], 2)
 
 
 def provenance(root: Path, note: str = "") -> dict:
@@ -331,4 +343,5 @@ __all__ = [
     "run_indexed",
     "serve",
     "shard_task",
+    "worker_start_seconds",
 ]
