@@ -222,16 +222,13 @@ def campaign(
     }
 
 
-def same_outcomes(report: dict) -> tuple:
+def same_outcomes(report: dict) -> dict:
     """What must not depend on the engine: every file's outcome, the counts, the failures."""
-    return (
-        report["case_digest"],
-        report["files"],
-        report["by_stage"],
-        report["by_exception"],
-        report["outcomes"],
-        [(f["case"], f["label"]) for f in report["failures"]],
-    )
+    return {
+        "case_digest": report["case_digest"],
+        **{k: report[k] for k in ("files", "by_stage", "by_exception", "outcomes")},
+        "failures": [(f["case"], f["label"]) for f in report["failures"]],
+    }
 
 
 # -- command line ------------------------------------------------------------------------------

@@ -216,15 +216,14 @@ def campaign(
     }
 
 
-def same_outcomes(report: dict) -> tuple:
+def same_outcomes(report: dict) -> dict:
     """What must not depend on the engine: every case's outcome and message, the counts."""
-    return (
-        report["case_digest"],
-        {name: {o: row[o] for o in OUTCOMES} for name, row in report["seeds"].items()},
-        report["total"],
-        report["errors_by_kind"],
-        [(f["index"], f["outcome"]) for f in report["failures"]],
-    )
+    return {
+        "case_digest": report["case_digest"],
+        "seeds": {name: {o: row[o] for o in OUTCOMES} for name, row in report["seeds"].items()},
+        **{k: report[k] for k in ("total", "errors_by_kind")},
+        "failures": [(f["index"], f["outcome"]) for f in report["failures"]],
+    }
 
 
 def _shape(message: str) -> str:

@@ -258,7 +258,7 @@ WAYS = {"1": (1, None), "2": (2, None), "ray1": (1, "local"), "ray2": (2, "local
 
 
 def measure_engines(
-    campaign: Callable[[Engine], dict], ways: Sequence[str], same: Callable[[dict], Any]
+    campaign: Callable[[Engine], dict], ways: Sequence[str], same: Callable[[dict], dict]
 ) -> tuple[dict, list[dict]]:
     """``campaign(engine)`` on each way's engine (:data:`WAYS`); the first report and one row per
     way (the report's ``run`` holds its ``cases`` and ``tasks``): wall time from the engine's start to the merged report, the engine's start alone (a local
@@ -278,7 +278,12 @@ def measure_engines(
         if first is None:
             first = report
         elif same(report) != same(first):
-            raise FuzzError(f"--scaling: the report on {name} differs from the one on {rows[0]['engine']}")
+            ours, theirs = same(report), same(first)
+            parts = [k for k in ours if ours[k] != theirs[k]]
+            raise FuzzError(
+                f"--scaling: the report on {name} differs from the one on {rows[0]['engine']} in {parts}: "
+                + "; ".join(f"{k}: {_first_difference(ours[k], theirs[k])}" for k in parts)
+            )
         cases, tasks = report["run"]["cases"], report["run"]["tasks"]
         rows.append(
             {
@@ -312,6 +317,17 @@ def worker_start_seconds(spec: WorkerSpec, times: int = 3) -> float:
         CaseWorker(spec).close()
         seconds.append(time.perf_counter() - t0)
     return round(sorted(seconds)[len(seconds) // 2], 2)
+
+
+def _first_difference(ours: Any, theirs: Any) -> str:
+    """Where two values of a report part first differ (for the message)."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        k = next(k for k in sorted(set(ours) | set(theirs), key=str) if ours.get(k) != theirs.get(k))
+        return f"{k!r}: {ours.get(k)!r} here, {theirs.get(k)!r} there"
+    if isinstance(ours, list) and isinstance(theirs, list):
+        extra = [x for x in ours if x not in theirs][:1] + [x for x in theirs if x not in ours][:1]
+        return f"{len(ours)} here, {len(theirs)} there; first not in both: {extra}"
+    return f"{ours!r} here, {theirs!r} there"
 
 
 def provenance(root: Path, note: str = "") -> dict:
