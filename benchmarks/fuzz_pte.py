@@ -225,7 +225,8 @@ def campaign(
 def same_outcomes(report: dict) -> dict:
     """What must not depend on the engine: every file's outcome, the counts, the unexpected
     failures. A file slower than ``--max-seconds`` is a failure too, but time depends on the
-    machine's load (a jump loop in a deep fp32 model ran 20-30 s on two busy cores)."""
+    machine's load (file #4351 of seed 0, a jump loop in fp32/conv2d_deep, took 17 s in one
+    process and over 30 s on a 2-worker pool, on two busy cores)."""
     return {
         "case_digest": report["case_digest"],
         **{k: report[k] for k in ("files", "by_stage", "by_exception", "outcomes")},
