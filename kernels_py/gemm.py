@@ -288,13 +288,32 @@ def _convolve_integer(matmul, zero_point, input, weight_t, table, output_offset,
         width = max(input.shape[2] + pad_w, (out_w - 1) * stride_w + (k_w - 1) * dil_w + 1)
         image = _padded_u8(input, zero_point, pad_h, pad_w, height, width)
         col = np.empty((min(INTEGER_BLOCK_ROWS, rows), depth), np.uint8)
+        # im2col moves whole channel runs: as 2-, 4- or 8-byte words when C_IN allows (the same bytes)
+        word = next(
+            w
+            for w in (np.uint64, np.uint32, np.uint16, np.uint8)
+            if input.shape[3] % np.dtype(w).itemsize == 0
+        )
+        image_words, col_words = image.view(word), col.view(word)
     for r0 in range(0, rows, INTEGER_BLOCK_ROWS):
         r1 = min(rows, r0 + INTEGER_BLOCK_ROWS)
         if pointwise:
             block = _biased_u8(pixels[r0:r1])
         else:
             block = col[: r1 - r0]
-            _im2col(image, k_h, k_w, stride_h, stride_w, dil_h, dil_w, out_h, out_w, r0, block)
+            _im2col(
+                image_words,
+                k_h,
+                k_w,
+                stride_h,
+                stride_w,
+                dil_h,
+                dil_w,
+                out_h,
+                out_w,
+                r0,
+                col_words[: r1 - r0],
+            )
         sums = matmul(block, zero_point, weight_t)
         _requantize_rows(sums.reshape(1, *sums.shape), table, output_offset, act_min, act_max, flat[r0:r1])
 
