@@ -147,7 +147,7 @@ def test_cmsis_nn_mve_vector_sum_takes_rows_five_at_a_time():
     p = {"vector_rows": 8, "vector_cols": 128}
     f = vs.features(p, "mve")
     # one pass of five rows (8 trips of 16 columns), then three single rows in their own loop
-    assert (f["five_passes"], f["five_blocks"]) == (1, 8)
+    assert (f["five_passes"], f["five_blocks"], f["five_loop"]) == (1, 8, 1)
     assert (f["tail_rows"], f["tail_blocks"], f["tail_loop"]) == (3, 3 * 8, 1)
     assert "blocks" not in f and f["null_bias"] == 0
     assert vs.features({**p, "vector_rows": 10, "bias_is_null": 1}, "mve")["tail_loop"] == 0
@@ -174,6 +174,20 @@ def test_cmsis_nn_mve_convolve_blocks_columns_per_image_and_group():
     assert f["odd_requant"] == 0 and f["odd_tail_requant"] == 2 * 3 * 2 * 2  # C mod 4 = 2, one by one
     tflm = cs.features_for("cmsis-nn-tflm")(p, "mve")  # blocked over all N*OH*OW columns
     assert tflm["passes"] == 3 * 2 and "mat_calls" not in tflm
+
+
+def test_cmsis_nn_mve_depthwise_to_conv_transposes_the_filter():
+    from isa_models.cortex_m import depthwise
+
+    to_conv = depthwise.FORMULAS[depthwise.TO_CONV]
+    p = {"ch_mult": 6, "input_dims.n": 1, "input_dims.h": 4, "input_dims.w": 4, "input_dims.c": 1,
+         "filter_dims.n": 1, "filter_dims.h": 2, "filter_dims.w": 3, "filter_dims.c": 6,
+         "output_dims.n": 1, "output_dims.h": 3, "output_dims.w": 2, "output_dims.c": 6,
+         "stride.h": 1, "stride.w": 1, "padding.h": 0, "padding.w": 0, "dilation.h": 1, "dilation.w": 1}  # fmt: skip
+    f = to_conv.features(p, "mve")
+    assert (f["filter_rows"], f["filter_elements"]) == (2 * 3, 2 * 3 * 6)  # [1,2,3,6] -> [6,2,3,1]
+    assert f["mat_calls"] == 2  # then arm_convolve_s8 over 6 columns: one set of 4, one of 2
+    assert "filter_rows" not in to_conv.features_for("cmsis-nn-tflm")(p, "mve")
 
 
 def test_kernels_c_mve_softmax_counts_exponential_vectors():

@@ -189,8 +189,9 @@ def _vsum_features(p: Params, tier: str, arch: str | None = None, *, passes: boo
     MVE (``passes``; TFLM's -O2 file keeps the features above, which it was fitted with): a
     five-row pass and a single-row pass cost apart from their rows, and the single rows' loop
     apart from its trips: ``five_passes`` = ⌊rows/5⌋, ``five_blocks`` = ⌊rows/5⌋·⌈cols/16⌉
-    (one trip loads and sums five rows), ``tail_rows`` = rows mod 5, ``tail_blocks`` as above,
-    ``tail_loop`` = 1 when rows mod 5 is not 0, in place of the per-row ``outputs`` and
+    (one trip loads and sums five rows), ``five_loop`` = 1 when there is a five-row pass (the
+    loop's entry), ``tail_rows`` = rows mod 5, ``tail_blocks`` as above, ``tail_loop`` = 1 when
+    rows mod 5 is not 0, in place of the per-row ``outputs`` and
     ``blocks``; a NULL bias is a ``memset`` of the buffer, not a ``memcpy`` (``null_bias``). The
     random-case tail (issue 18): calls of 1-8 rows, priced -27% with the per-row terms of a
     sweep whose smallest call had 5 rows."""
@@ -209,7 +210,8 @@ def _vsum_features(p: Params, tier: str, arch: str | None = None, *, passes: boo
         if passes:
             del f["outputs"], f["blocks"], f["k_tail"]
             f.update({"five_passes": float(rows // 5), "five_blocks": float(rows // 5 * trips),
-                      "tail_rows": float(rows % 5), "tail_loop": float(rows % 5 != 0)})  # fmt: skip
+                      "five_loop": float(rows >= 5), "tail_rows": float(rows % 5),
+                      "tail_loop": float(rows % 5 != 0)})  # fmt: skip
     summed = value(p, "lhs_offset", 1) != 0
     f["offset_rows"] = float(rows if summed and value(p, "rhs_offset", 0) != 0 else 0)
     if not summed:
