@@ -209,3 +209,22 @@ def test_kernels_c_mve_pooling_counts_output_rows_and_the_two_pass_kinds():
     assert avg["passes"] == 24 and avg["pass_taps"] == 72 and avg["tail_taps"] == 72
     mx = pooling.FORMULAS["arm_max_pool_s8"].features_for("kernels_c")(p, "mve")  # 16 lanes: tail only
     assert mx["full_pixels"] == 0 and mx["tail_passes"] == 12 and mx["passes"] == 12
+
+
+def test_mve_only_sweep_shapes_reach_the_mve_files_only():
+    """cmsis_nn_mve_sweep() shapes (a one-channel depthwise is a convolution on MVE only) are
+    measured for CMSIS-NN's MVE files, never for its scalar/DSP files or the other libraries."""
+    from isa_models.cortex_m import formulas
+    from isa_models.cortex_m.depthwise.sweep import cmsis_nn_mve_sweep
+
+    extra = cmsis_nn_mve_sweep()
+    mve = formulas.sweep("depthwise", "cmsis-nn", "mve")
+    assert mve[-len(extra) :] == extra
+    for library, tier in (
+        ("cmsis-nn", "dsp"),
+        ("cmsis-nn", None),
+        ("kernels_c", "mve"),
+        ("cmsis-nn-tflm", "mve"),
+    ):
+        assert not any(s in formulas.sweep("depthwise", library, tier) for s in extra)
+    assert {formulas.route(f, s, "mve") for f, s in extra} == {"arm_depthwise_conv_wrapper_s8/to_conv"}
