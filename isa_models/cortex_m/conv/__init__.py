@@ -236,12 +236,23 @@ def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> di
     return {**rows, **{k: v for k, v in ops.f.items() if v or k in ("copy_calls", "set_calls")}}
 
 
-def _cmsis_conv_features(p: Params, tier: str) -> Features:
+def _cmsis_conv_features(p: Params, tier: str, *, per_image: bool = True) -> Features:
     """arm_convolve_s8 as CMSIS-NN loops: the mat-mult features above, im2col as memcpy/memset
     calls per (pixel, tap) (:func:`_im2col_calls`) and, off MVE, each column widened to int16
     (``arm_s8_to_s16_unordered_with_offset`` / ``arm_q7_to_q15_with_offset``: 4 per pass and
-    a tail): widen_blocks = P·⌊K/4⌋·G, widen_tail = P·(K mod 4)·G (scalar: widen_tail = P·K·G)."""
+    a tail): widen_blocks = P·⌊K/4⌋·G, widen_tail = P·(K mod 4)·G (scalar: widen_tail = P·K·G).
+
+    On MVE the columns are collected per (image, group): ``lhs_rows`` restarts in each group of
+    each batch, a full set of 4 columns is one ``arm_nn_mat_mult_nt_t_s8`` call and the 1-3
+    left over columns one more (``mat_calls`` = N·G·⌈OH·OW/4⌉), so the 4-column blocking and
+    the leftover columns are per image (:func:`_mve_image_mat_mult`; ``per_image`` False: the
+    blocking over all N·OH·OW columns, which TFLM's -O2 file was fitted with). A leftover
+    column requantizes ⌊C/4⌋ vectors (``odd_requant``) and the C mod 4 last channels one by one
+    with the scalar arm_nn_requantize (``odd_tail_requant``), as in :func:`_cmsis_1x1_features`.
+    The random-case tail (issue 18): batches of 1-3 columns per image, -33% priced as blocks."""
     features = _conv_features(p, tier)
+    if tier == "mve" and per_image:
+        features.update(_mve_image_mat_mult(p))
     f, o, i = dims(p, "filter_dims"), dims(p, "output_dims"), dims(p, "input_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
@@ -253,6 +264,23 @@ def _cmsis_conv_features(p: Params, tier: str) -> Features:
     features["im2col_pad"] = float(columns * depth - copied * groups)  # column bytes in the padding
     features.update(_widen(tier, columns, depth))
     return {**features, **_im2col_calls(p, tier)}
+
+
+def _mve_image_mat_mult(p: Params) -> dict[str, float]:
+    """The MVE mat-mult features of arm_convolve_s8 per (image, group): :func:`_mat_mult` over
+    one image's OH·OW columns and C_OUT/G channels, times N·G, with the leftover columns'
+    requantization split into vectors and scalar tails, and the mat-mult calls."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    groups = max(i.c // max(f.c, 1), 1)
+    per_group = max(f.n // groups, 1)
+    columns = o.h * o.w
+    images = o.n * groups
+    mat = {k: v * images for k, v in _mat_mult("mve", columns, per_group, f.h * f.w * f.c).items()}
+    odd = images * (columns % 4)
+    mat["odd_requant"] = float(odd * (per_group // 4))
+    mat["odd_tail_requant"] = float(odd * (per_group % 4))
+    mat["mat_calls"] = float(images * ceil_div(columns, 4))
+    return mat
 
 
 def _widen(tier: str, columns: int, depth: int) -> Features:
@@ -285,7 +313,8 @@ def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
     left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
     middle = max(o.w - right - left, 0)
     if pad.w * 2 + asym != total or right + middle + left != o.w:
-        return _cmsis_conv_features(p, tier)
+        # priced with the 1xN fit, made with the blocking over all columns (one sweep shape)
+        return _cmsis_conv_features(p, tier, per_image=False)
     depth = f.w * f.c
     features: dict[str, float] = {"call": 1.0, "mat_calls": 3.0 * o.n, "outputs": float(o.n * o.w * o.c)}
     for rows in (left, middle, right):
@@ -398,7 +427,11 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "im2col (memcpy/memset per tap) + mat-mult: call, pixels, outputs, blocks, k_tail",
-            library_features=(("kernels_c", _KERNELS_C_CONV),),
+            library_features=(
+                ("kernels_c", _KERNELS_C_CONV),
+                # TFLM's -O2 build keeps the features its file was fitted with (not re-measured)
+                ("cmsis-nn-tflm", lambda p, t: _cmsis_conv_features(p, t, per_image=False)),
+            ),
         ),
         Formula(
             "arm_convolve_1x1_s8_fast",

@@ -161,6 +161,29 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
     )
 
 
+def cmsis_nn_mve_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN's MVE builds only (:func:`isa_models.cortex_m.formulas.sweep`)."""
+    # ``arm_convolve_s8`` through the wrapper, small: MVE collects its im2col columns per
+    # (image, group), so batches of 2-3 images of 1-9 output pixels each (0-2 full 4-column
+    # sets and 1-3 leftover columns per image), 1-3 groups, 1-13 output channels per group (the
+    # C mod 4 scalar requantization of each leftover column), depths from 4 to 180 (1-12 16-lane
+    # trips), strides larger than the kernel, a 7x7 kernel, a single padded pixel; the shared
+    # sweep's batch was 1 (and once 2 images of 36 pixels), its output channels 4-64 a group
+    general = [_shape(x, f, stride=s, padding=pd, dilation=d, groups=g) for x, f, s, pd, d, g in (
+        ((2, 4, 4, 4), (5, 2, 2), (2, 2), (0, 0), (1, 1), 1), ((3, 3, 3, 2), (3, 2, 2), (1, 1), (0, 0), (1, 1), 1),
+        ((2, 3, 5, 4), (2, 3, 3), (2, 2), (0, 0), (1, 1), 1), ((3, 6, 2, 1), (4, 2, 2), (2, 2), (0, 0), (1, 1), 1),
+        ((1, 5, 5, 6), (7, 3, 3), (3, 3), (0, 0), (1, 1), 1), ((2, 7, 3, 8), (3, 3, 2), (2, 1), (0, 0), (1, 1), 1),
+        ((1, 4, 4, 6), (6, 2, 2), (2, 2), (0, 0), (1, 1), 3), ((2, 5, 3, 6), (9, 3, 3), (2, 2), (1, 1), (1, 1), 3),
+        ((3, 2, 2, 4), (2, 2, 2), (1, 1), (0, 0), (1, 1), 2), ((1, 9, 2, 3), (12, 4, 1), (3, 1), (0, 0), (1, 1), 1),
+        ((2, 6, 6, 1), (1, 3, 3), (2, 2), (1, 1), (1, 1), 1), ((1, 3, 7, 20), (5, 3, 3), (2, 2), (1, 1), (1, 1), 1),
+        ((2, 2, 9, 5), (10, 2, 3), (1, 3), (0, 0), (1, 1), 1), ((3, 4, 4, 3), (6, 2, 2), (1, 1), (0, 0), (2, 2), 1),
+        ((1, 10, 10, 2), (3, 2, 2), (4, 4), (0, 0), (1, 1), 1), ((2, 3, 3, 12), (4, 3, 3), (1, 1), (1, 1), (1, 1), 2),
+        ((1, 1, 1, 9), (11, 3, 3), (1, 1), (1, 1), (1, 1), 1), ((3, 5, 4, 7), (1, 2, 3), (2, 2), (0, 0), (1, 1), 1),
+        ((1, 8, 8, 3), (8, 7, 7), (1, 1), (3, 3), (1, 1), 1), ((2, 4, 6, 10), (13, 3, 2), (3, 2), (1, 1), (1, 1), 1),
+    )]  # fmt: skip
+    return [("arm_convolve_wrapper_s8", s) for s in general]
+
+
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
 MAX_DRAWN_MACS = 400_000
 
@@ -249,4 +272,4 @@ def _transpose_shape(
     return p
 
 
-__all__ = ["MAX_DRAWN_MACS", "cmsis_nn_sweep", "sweep"]
+__all__ = ["MAX_DRAWN_MACS", "cmsis_nn_mve_sweep", "cmsis_nn_sweep", "sweep"]

@@ -206,10 +206,18 @@ def _as_conv(p: Params) -> dict[str, int]:
 
 
 def _to_conv_features(p: Params, tier: str, library: str | None = None) -> Features:
-    """The features of the convolution the call becomes, as ``library`` runs it."""
+    """The features of the convolution the call becomes, as ``library`` runs it. CMSIS-NN's
+    wrapper first transposes the filter [1, KH, KW, C] to [C, KH, KW, 1] with arm_transpose_s8
+    (permutation 3, 1, 2, 0: its 4-D element nest, a row of C elements per tap gathered
+    with stride KH·KW): ``filter_rows`` = KH·KW, ``filter_elements`` = KH·KW·C (TFLM's -O2
+    file keeps the features it was fitted with)."""
     q = _as_conv(p)
     key = conv_formulas.conv_route(q)
-    return conv_formulas.FORMULAS[key].features_for(library)(q, tier)
+    features = dict(conv_formulas.FORMULAS[key].features_for(library)(q, tier))
+    if library is None:
+        f = dims(p, "filter_dims")
+        features.update({"filter_rows": float(f.h * f.w), "filter_elements": float(f.h * f.w * f.c)})
+    return features
 
 
 def _three_features(p: Params, tier: str) -> Features:
@@ -279,7 +287,10 @@ FORMULAS: dict[str, Formula] = {
             macs,
             nbytes,
             "MVE: one input channel as a conv",
-            library_features=(("kernels_c", lambda p, t: _to_conv_features(p, t, "kernels_c")),),
+            library_features=(
+                ("kernels_c", lambda p, t: _to_conv_features(p, t, "kernels_c")),
+                ("cmsis-nn-tflm", lambda p, t: _to_conv_features(p, t, "cmsis-nn-tflm")),
+            ),
         ),
     )
 }

@@ -174,7 +174,7 @@ def _vsum_features_kernels_c(p: Params, tier: str, arch: str | None = None) -> F
     return {"call": 1.0, "outputs": float(rows), "blocks": float(blocks), "k_tail": float(tail)}
 
 
-def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
+def _vsum_features(p: Params, tier: str, arch: str | None = None, *, passes: bool = True) -> Features:
     """CMSIS-NN's arm_vector_sum_s8: the bias copied first (``memcpy``/``memset`` of the rows'
     int32: ``copied`` = rows), then, only when ``lhs_offset`` is not 0, kernels_c's features, and on
     MVE the rows five at a time (one 16-column trip loads and sums five rows), then the
@@ -184,7 +184,17 @@ def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
     (a sum times 0 adds nothing): the early exit ExecuTorch's per-tensor linear with input zero
     point 0 takes. On ARMv6-M newlib's generic ``memcpy`` copies fewer than 16 bytes (3 rows or
     fewer) in its byte loop: ``copy_bytes`` = 4·rows there, in place of ``copied`` and of the
-    word path's set-up (``copy_long`` = 1 for the longer copies)."""
+    word path's set-up (``copy_long`` = 1 for the longer copies).
+
+    MVE (``passes``; TFLM's -O2 file keeps the features above, which it was fitted with): a
+    five-row pass and a single-row pass cost apart from their rows, and the single rows' loop
+    apart from its trips: ``five_passes`` = ⌊rows/5⌋, ``five_blocks`` = ⌊rows/5⌋·⌈cols/16⌉
+    (one trip loads and sums five rows), ``five_loop`` = 1 when there is a five-row pass (the
+    loop's entry), ``tail_rows`` = rows mod 5, ``tail_blocks`` as above, ``tail_loop`` = 1 when
+    rows mod 5 is not 0, in place of the per-row ``outputs`` and
+    ``blocks``; a NULL bias is a ``memset`` of the buffer, not a ``memcpy`` (``null_bias``). The
+    random-case tail (issue 18): calls of 1-8 rows, priced -27% with the per-row terms of a
+    sweep whose smallest call had 5 rows."""
     rows = value(p, "vector_rows")
     v6m = arch == "armv6-m"
     short = v6m and 4 * rows < 16
@@ -195,11 +205,19 @@ def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
         **_vsum_features_kernels_c(p, tier),
     }
     if tier == "mve":
-        f["tail_blocks"] = float((rows % 5) * ceil_div(value(p, "vector_cols"), 16))
+        trips = ceil_div(value(p, "vector_cols"), 16)
+        f["tail_blocks"] = float((rows % 5) * trips)
+        if passes:
+            del f["outputs"], f["blocks"], f["k_tail"]
+            f.update({"five_passes": float(rows // 5), "five_blocks": float(rows // 5 * trips),
+                      "five_loop": float(rows >= 5), "tail_rows": float(rows % 5),
+                      "tail_loop": float(rows % 5 != 0)})  # fmt: skip
     summed = value(p, "lhs_offset", 1) != 0
     f["offset_rows"] = float(rows if summed and value(p, "rhs_offset", 0) != 0 else 0)
     if not summed:
         f.update({k: 0.0 for k in f if k not in ("call", "copied", "copy_bytes", "copy_long")})
+    if tier == "mve" and passes:
+        f["null_bias"] = float(bool(value(p, "bias_is_null", 0)))
     return f
 
 
@@ -223,7 +241,9 @@ FORMULAS: dict[str, Formula] = {
                                                      ("cmsis-nn-tflm", _bmm_zero_offset_features))),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
                 "kernel sums (ahead of time in ExecuTorch's MVE linear)",
-                library_features=(("kernels_c", _vsum_features_kernels_c),), by_arch=True),
+                library_features=(("kernels_c", _vsum_features_kernels_c),
+                                  ("cmsis-nn-tflm", lambda p, t, arch=None: _vsum_features(p, t, arch, passes=False))),
+                by_arch=True),
     )
 }  # fmt: skip
 

@@ -74,4 +74,19 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
     return out
 
 
-__all__ = ["cmsis_nn_sweep", "sweep"]
+def cmsis_nn_mve_sweep() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN's MVE builds only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    issue 18: ``arm_vector_sum_s8`` calls of 1-13 rows (the five-row passes and the single-row
+    tail loop apart: the shared sweep's smallest summed call had 5 rows), 1-100 columns (one to
+    seven 16-lane trips), and a NULL bias (a memset of the buffer instead of the bias copy)."""
+    shapes = [(1, 3, 0, 0), (2, 16, 0, 0), (3, 33, 0, 5), (4, 7, 0, 0), (6, 3, 0, 0), (7, 20, 0, -9),
+              (9, 1, 0, 0), (11, 48, 0, 0), (13, 5, 0, 3), (2, 100, 0, 0), (1, 64, 1, 0), (3, 3, 1, 0),
+              (6, 16, 1, 0), (8, 40, 1, 11), (4, 1, 1, 0), (12, 17, 1, 0), (5, 9, 1, 0), (1, 20, 0, 2),
+              (2, 5, 1, -3), (10, 2, 0, 0)]  # fmt: skip
+    return [("arm_vector_sum_s8", {"vector_rows": r, "vector_cols": c, "rhs_offset": ro,
+                                   **({"bias_is_null": 1} if null else {})})
+            for r, c, null, ro in shapes]  # fmt: skip
+
+
+__all__ = ["cmsis_nn_mve_sweep", "cmsis_nn_sweep", "sweep"]
