@@ -237,7 +237,7 @@ def sweep_calls(
 
     chosen: dict[str, list[tuple[str, dict[str, int]]]] = {}
     for name in formulas.FAMILY_NAMES:
-        for function, shape in formulas.sweep(name, library):
+        for function, shape in formulas.sweep(name, library, tier):
             key = formulas.route(function, shape, tier)
             if only and not ({key, key.split("/")[0], function, name} & set(only)):
                 continue

@@ -318,7 +318,16 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     columns, depth = o.n * o.h * o.w, f.h * f.w * f.c
     features.update(_widen(tier, columns, depth))
     rev = ByteOps(tier, skip_empty=False)
-    rev.copy(f.c, 0, 0, f.n * f.h * f.w)
+    # per (output channel o, tap t) a copy from filter + (o·KH·KW + t)·C_IN to the reversed
+    # buffer at o·S + S − (t+1)·C_IN (S = KH·KW·C_IN), both bases word aligned: with C_IN not a
+    # multiple of 4 most copies are misaligned, which newlib's memcpy runs as a head and a tail
+    # (issue 18: the random cases' C_IN 17-24 were priced as aligned copies, up to +27%)
+    taps, size = f.h * f.w, f.h * f.w * f.c
+    o, t = np.meshgrid(np.arange(f.n), np.arange(taps), indexing="ij")
+    dst, src = (o * size + size - (t + 1) * f.c) % 4, ((o * taps + t) * f.c) % 4
+    pairs, counts = np.unique(dst * 4 + src, return_counts=True)
+    for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+        rev.copy(f.c, pair // 4, pair % 4, count)
     features.update({f"rev_{k}": v for k, v in rev.f.items() if k.startswith("copy") and v})
     return {**features, **_im2col_calls(q, tier, (s.h, s.w))}
 

@@ -145,7 +145,9 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
     # ``arm_convolve_1_x_n_s8`` called directly, small: valid padding whose stride leaves the
     # last input columns unread (C's asym_pad -1: the three mat-mults with a 0-row left call)
     # and SAME padding over 1-6 output columns (MVE's three mat-mults of 0-4 rows each; off MVE
-    # it is arm_convolve_s8, measured only on the MVE files). stride.w * C_IN is a multiple of 4.
+    # it is arm_convolve_s8, whose fit on the shared sweep's long 1-image rows alone priced
+    # single pixels, batches and strides 2-3 up to ±47%: measured on every core since issue 18's
+    # 1xN row). stride.w * C_IN is a multiple of 4.
     one_by_n = [_shape(x, (oc, 1, kw), stride=(1, sw), padding=pd) for x, oc, kw, sw, pd in (
         ((1, 1, 16, 4), 3, 5, 2, (0, 0)), ((1, 1, 9, 4), 2, 4, 2, (0, 0)), ((1, 1, 3, 4), 1, 2, 3, (0, 0)),
         ((1, 1, 9, 8), 5, 2, 3, (0, 0)), ((1, 1, 4, 2), 4, 1, 2, (0, 0)), ((2, 1, 10, 4), 2, 3, 3, (0, 0)),
