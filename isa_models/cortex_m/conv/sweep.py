@@ -163,6 +163,26 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
     )
 
 
+def cmsis_nn_tier_sweep(tier: str) -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on one tier's CMSIS-NN files only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    Off MVE: the transpose-conv wrapper's reverse route with odd C_IN (17-23), so the filter
+    reversal's and the im2col's memcpy/memset run newlib's misaligned heads and tails, and
+    strides 1 on one or both axes, whose im2col sets each padded tap with its own memset
+    (the shared sweep's C_IN were mostly multiples of 4, its stride-1 shapes 3: issue 18's
+    reverse-conv cases, C_IN 17-24, up to +27%). MVE's copies are alignment-blind WLSTP loops."""
+    if tier == "mve":
+        return []
+    t = "arm_transpose_conv_wrapper_s8"
+    reverse = [_transpose_shape(x, f, s) for x, f, s in (
+        ((1, 3, 4, 21), (2, 4, 1), (1, 1)), ((1, 3, 3, 19), (6, 2, 4), (1, 1)), ((1, 3, 2, 23), (5, 5, 2), (1, 2)),
+        ((2, 2, 4, 17), (3, 3, 3), (1, 1)), ((1, 4, 2, 22), (2, 2, 5), (2, 1)), ((1, 3, 3, 18), (7, 4, 4), (1, 1)),
+        ((2, 3, 2, 21), (4, 3, 2), (2, 1)), ((1, 5, 3, 17), (1, 2, 3), (1, 2)), ((1, 2, 6, 23), (6, 3, 1), (1, 1)),
+        ((1, 4, 4, 19), (2, 1, 4), (1, 2)), ((2, 2, 2, 22), (8, 4, 3), (1, 1)), ((1, 3, 5, 20), (3, 5, 5), (2, 1)),
+    )]  # fmt: skip
+    return [(t, s) for s in reverse]
+
+
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
 MAX_DRAWN_MACS = 400_000
 
@@ -251,4 +271,4 @@ def _transpose_shape(
     return p
 
 
-__all__ = ["MAX_DRAWN_MACS", "cmsis_nn_sweep", "sweep"]
+__all__ = ["MAX_DRAWN_MACS", "cmsis_nn_sweep", "cmsis_nn_tier_sweep", "sweep"]
