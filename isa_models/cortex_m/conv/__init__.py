@@ -184,6 +184,28 @@ def _cmsis_1x1_features(p: Params, tier: str) -> Features:
     return features
 
 
+def _cmsis_1x1_fast_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_convolve_1x1_s8_fast: one ``arm_nn_mat_mult_nt_t_s8`` over all N·H·W
+    pixels (:func:`_conv_features`). DSP: each (column pair, channel pair) pass runs a 16-wide
+    K loop, then enters the 4-wide one when (K mod 16) >= 4 (``k4_passes``) and the K mod 4
+    tail loop when K has a tail (``tail_passes``; the odd column's entries stay in its
+    per-MAC ``odd_columns``: counting them too fitted the sweep worse), and the odd output
+    channel runs its own scalar K loop per
+    column (``odd_chan_passes`` = P·(C mod 2), its MACs ``odd_channels``). (issue 18: C_IN of
+    1-9 priced up to +28% on the M7, the 1-3 tail MACs carrying the loop's entry.)"""
+    features = _conv_features(p, tier)
+    if tier != "dsp":
+        return features
+    f, o = dims(p, "filter_dims"), dims(p, "output_dims")
+    pixels, depth = o.n * o.h * o.w, f.h * f.w * f.c
+    full_chans, odd_chans = divmod(f.n, 2)
+    pair_passes = (pixels // 2) * full_chans
+    features["k4_passes"] = float(pair_passes * ((depth % 16) // 4 != 0))
+    features["tail_passes"] = float(pair_passes * (depth % 4 != 0))
+    features["odd_chan_passes"] = float(pixels * odd_chans)
+    return features
+
+
 def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> dict[str, float]:
     """CMSIS-NN arm_convolve_s8's im2col: per output pixel and filter tap one ``arm_memcpy_s8``
     of C_IN/G bytes (tap inside the input) or one ``arm_memset_s8`` of the input offset (tap in
@@ -412,11 +434,15 @@ FORMULAS: dict[str, Formula] = {
         Formula(
             "arm_convolve_1x1_s8_fast",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier),
+            _cmsis_1x1_fast_features,
             conv_macs,
             conv_bytes,
             "1x1, unit stride: the input is the column matrix; call, pixels, outputs, blocks, k_tail",
-            library_features=(("kernels_c", lambda p, t: _conv_features(p, t, kernels_c=True)),),
+            library_features=(
+                ("kernels_c", lambda p, t: _conv_features(p, t, kernels_c=True)),
+                # TFLM's -O2 build keeps the features its file was fitted with (not re-measured)
+                ("cmsis-nn-tflm", lambda p, t: _conv_features(p, t)),
+            ),
         ),
         Formula(
             "arm_convolve_1x1_s8",

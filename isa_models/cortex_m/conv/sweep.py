@@ -170,7 +170,8 @@ def cmsis_nn_tier_sweep(tier: str) -> list[tuple[str, dict[str, int]]]:
     reversal's and the im2col's memcpy/memset run newlib's misaligned heads and tails, and
     strides 1 on one or both axes, whose im2col sets each padded tap with its own memset
     (the shared sweep's C_IN were mostly multiples of 4, its stride-1 shapes 3: issue 18's
-    reverse-conv cases, C_IN 17-24, up to +27%). MVE's copies are alignment-blind WLSTP loops."""
+    reverse-conv cases, C_IN 17-24, up to +27%). MVE's copies are alignment-blind WLSTP loops.
+    And small ``arm_convolve_1x1_s8_fast`` calls (below)."""
     if tier == "mve":
         return []
     t = "arm_transpose_conv_wrapper_s8"
@@ -180,7 +181,16 @@ def cmsis_nn_tier_sweep(tier: str) -> list[tuple[str, dict[str, int]]]:
         ((2, 3, 2, 21), (4, 3, 2), (2, 1)), ((1, 5, 3, 17), (1, 2, 3), (1, 2)), ((1, 2, 6, 23), (6, 3, 1), (1, 1)),
         ((1, 4, 4, 19), (2, 1, 4), (1, 2)), ((2, 2, 2, 22), (8, 4, 3), (1, 1)), ((1, 3, 5, 20), (3, 5, 5), (2, 1)),
     )]  # fmt: skip
-    return [(t, s) for s in reverse]
+    # arm_convolve_1x1_s8_fast over few pixels, batches, C_IN 1-21 (K under 4: no K/4 loop, the
+    # tail alone; odd K: the tail after the blocks) and 1-24 output channels: the shared sweep's
+    # smallest call was 3,000 cycles with C_IN >= 7 (issue 18: C_IN 2-6 priced up to +28% on the M7)
+    fast = [_shape(x, (oc, 1, 1)) for x, oc in (
+        ((1, 3, 5, 3), 6), ((2, 2, 4, 2), 16), ((1, 4, 4, 1), 8), ((3, 1, 3, 5), 4), ((2, 3, 3, 6), 2),
+        ((1, 1, 7, 9), 3), ((2, 2, 5, 13), 5), ((1, 5, 2, 4), 1), ((3, 2, 2, 2), 12), ((1, 6, 1, 17), 2),
+        ((2, 1, 5, 11), 7), ((1, 2, 6, 3), 24), ((2, 4, 3, 1), 10), ((1, 3, 3, 21), 9), ((2, 2, 2, 7), 1),
+        ((1, 7, 2, 5), 6),
+    )]  # fmt: skip
+    return [(t, s) for s in reverse] + [("arm_convolve_wrapper_s8", s) for s in fast]
 
 
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
