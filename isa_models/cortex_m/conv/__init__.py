@@ -354,7 +354,7 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     return {**features, **_im2col_calls(q, tier, (s.h, s.w))}
 
 
-def _cmsis_transpose_features(p: Params, tier: str) -> Features:
+def _cmsis_transpose_features(p: Params, tier: str, arch: str | None = None) -> Features:
     """CMSIS-NN's arm_transpose_conv_s8: an int32 row buffer of max(KH, SH) rows of
     ((IW−1)·SW + max(KW, SW)) pixels, filled with the bias (one ``arm_memcpy_s8`` of 4·C_OUT
     bytes per buffer pixel, :class:`isa_models.shapes.ByteOps`; with a NULL bias, ``bias_is_null``,
@@ -367,7 +367,10 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     (MVE) or C_IN/2 pairs (scalar) per pass (quad_blocks, quad_tail; the pair and single
     pixel alike: pair_taps/blocks/tail, single_taps/blocks/tail; single_rows counts both's
     row set-ups); finished output rows are requantized (outputs; MVE:
-    ⌈C_OUT/4⌉ vectors per pixel) and their buffer row refilled from the bias."""
+    ⌈C_OUT/4⌉ vectors per pixel) and their buffer row refilled from the bias. ARMv6-M
+    (``arch``): newlib's generic C memcpy, a byte loop under 16 bytes and 16-byte blocks, words
+    and bytes from 16 (:class:`isa_models.shapes.ByteOps`; issue 18: the M0+'s 8-byte bias
+    copies of two output channels were priced as Thumb-2 word copies, -17%)."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad = tile(p, "stride", 1), tile(p, "padding")
     oc, ic = f.n, i.c
@@ -390,7 +393,7 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     pair_rows = n * rows * pairs * oc
     single_rows = n * rows * singles * oc
     buf_pixels = (i.w - 1) * s.w + max(f.w, s.w)
-    ops = ByteOps(tier, skip_empty=False)
+    ops = ByteOps(tier, skip_empty=False, arch=arch)
     if p.get("bias_is_null", 0):  # NULL bias: one memset of the buffer, one per flushed row
         ops.fill(4 * oc * buf_pixels * max(f.h, s.h), 0, n)
         ops.fill(4 * oc * buf_pixels, 0, n * flushed)
@@ -406,6 +409,8 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     groups = quads + pairs + singles
     features["oc_loops"] = float(n * i.h * groups * oc)  # per (input row, pixel group, output channel)
     sets = {k: v for k, v in ops.f.items() if k.startswith("set_")}
+    if ops.v6m:
+        return {**features, **{k: v for k, v in ops.f.items() if k.startswith("copy_")}, **sets}
     return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"], **sets}
 
 
@@ -476,7 +481,15 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "row buffer: 4-pixel and single-pixel scatter passes per filter row and tap, requant",
-            library_features=(("kernels_c", imported_at_call(_KERNELS_C, "transpose_features")),),
+            library_features=(
+                (
+                    "kernels_c",
+                    lambda p, t, arch=None: imported_at_call(_KERNELS_C, "transpose_features")(p, t),
+                ),
+                # TFLM's -O2 file keeps the features it was fitted with (not re-measured)
+                ("cmsis-nn-tflm", lambda p, t, arch=None: _cmsis_transpose_features(p, t)),
+            ),
+            by_arch=True,
         ),
         Formula(
             "arm_transpose_conv_wrapper_s8/reverse_conv",
