@@ -129,8 +129,9 @@ def _bmm_cmsis_features(p: Params, tier: str, *, tflm_build: bool = False) -> Fe
     if tier == "mve" and not summed:
         vsum = 0  # arm_vector_sum_s8's early exit (lhs_offset 0): the buffer zeroed, no sums
     rhs_offset = value(p, "fc_params.filter_offset", 0) != 0
-    # the loop-entry features stay FC's: with the rhs_offset split below they outnumber what the
-    # batch-matmul sweep can tell apart (held-out 22-32% on the DSP cores with them, under 10% without)
+    # DSP: per-pass loop entries, the offset splitting only the K/4 blocks (_bmm_dsp_features);
+    # elsewhere the loop-entry features stay FC's (with every feature split by the offset they
+    # outnumbered what the batch-matmul sweep could tell apart: held-out 22-32% on the DSP cores)
     if tier == "dsp" and not tflm_build:
         return _bmm_dsp_features(groups, rows, c, k, rhs_offset)
     mat = {key: v for key, v in _vec_mat_cmsis(tier, rows, c, k).items() if not key.endswith("block_rows")}
