@@ -212,12 +212,12 @@ def test_kernels_c_mve_pooling_counts_output_rows_and_the_two_pass_kinds():
 
 
 def test_mve_only_sweep_shapes_reach_the_mve_files_only():
-    """cmsis_nn_mve_sweep() shapes (a one-channel depthwise is a convolution on MVE only) are
+    """cmsis_nn_tier_sweep("mve") shapes (a one-channel depthwise is a convolution on MVE only) are
     measured for CMSIS-NN's MVE files, never for its scalar/DSP files or the other libraries."""
     from isa_models.cortex_m import formulas
-    from isa_models.cortex_m.depthwise.sweep import cmsis_nn_mve_sweep
+    from isa_models.cortex_m.depthwise.sweep import cmsis_nn_tier_sweep
 
-    extra = cmsis_nn_mve_sweep()
+    extra = cmsis_nn_tier_sweep("mve")
     mve = formulas.sweep("depthwise", "cmsis-nn", "mve")
     assert mve[-len(extra) :] == extra
     for library, tier in (

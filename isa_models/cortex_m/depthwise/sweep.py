@@ -149,7 +149,7 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
     return [("arm_depthwise_conv_3x3_s8", s) for s in three] + [("arm_depthwise_conv_s8_opt", s) for s in opt]
 
 
-def cmsis_nn_mve_sweep() -> list[tuple[str, dict[str, int]]]:
+def _mve_shapes() -> list[tuple[str, dict[str, int]]]:
     """Shapes measured on CMSIS-NN's MVE builds only (:func:`isa_models.cortex_m.formulas.sweep`):
     off MVE a one-channel depthwise is not a convolution."""
     # One-channel inputs (MVE: the route to arm_convolve_wrapper_s8 after a transpose of the
@@ -188,4 +188,23 @@ def cmsis_nn_mve_sweep() -> list[tuple[str, dict[str, int]]]:
     return [(PUBLIC_WRAPPER, s) for s in to_conv]
 
 
-__all__ = ["cmsis_nn_mve_sweep", "cmsis_nn_sweep", "sweep"]
+def cmsis_nn_tier_sweep(tier: str) -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on one tier's CMSIS-NN files only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    Scalar: the generic kernel dilated over inputs wide enough for window-bound quotients from
+    16, the one branch of ARMv6-M's software division (:func:`isa_models.cortex_m.depthwise._v6m_divisions`)
+    that the shared sweep never took (issue 18: the M0+'s dilated random cases, priced up to +44%
+    with one cost per division). Ten small dilated calls (1-3 output pixels, strides over the
+    window) were tried too: one of them, with no MAC at all, held out at +12.6% on the M0+ (its
+    requantization and clamps branch on the data; the shared sweep's shapes held out at 0.2%). On MVE: `_mve_shapes`."""
+    if tier == "mve":
+        return _mve_shapes()
+    if tier != "scalar":
+        return []
+    generic = [_shape(x, k, ch_mult=m, stride=s, padding=pd, dilation=d) for x, k, m, s, pd, d in (
+        ((1, 2, 40, 3), (1, 3), 2, (1, 1), None, (1, 2)), ((1, 36, 2, 2), (3, 1), 2, (1, 1), None, (2, 1)),
+    )]  # fmt: skip
+    return [(PUBLIC_WRAPPER, s) for s in generic]
+
+
+__all__ = ["cmsis_nn_sweep", "cmsis_nn_tier_sweep", "sweep"]

@@ -116,10 +116,11 @@ def _bmm_shape(p: Params) -> tuple[int, int, int, int]:
     return o.n * o.h, o.w, o.c, value(p, "input_lhs_dims.c")
 
 
-def _bmm_cmsis_features(p: Params, tier: str) -> Features:
+def _bmm_cmsis_features(p: Params, tier: str, *, tflm_build: bool = False) -> Features:
     """CMSIS-NN's arm_batch_matmul_s8: on MVE per (batch, head) group ``arm_vector_sum_s8``
     over the RHS (vsum_rows = C, vsum_blocks = C·⌈K/16⌉; none off MVE) and per LHS row one
-    :func:`_vec_mat_cmsis` over the C RHS rows."""
+    :func:`_vec_mat_cmsis` over the C RHS rows; DSP: :func:`_bmm_dsp_features` (``tflm_build``:
+    the features TFLM's -O2 file was fitted with, :func:`_bmm_zero_offset_features`)."""
     groups, rows, c, k = _bmm_shape(p)
     lanes = BLOCKING[tier].reduce_lanes
     # the vector sum is MVE's only (`#if defined(ARM_MATH_MVEI)`): off MVE no vsum features
@@ -128,8 +129,11 @@ def _bmm_cmsis_features(p: Params, tier: str) -> Features:
     if tier == "mve" and not summed:
         vsum = 0  # arm_vector_sum_s8's early exit (lhs_offset 0): the buffer zeroed, no sums
     rhs_offset = value(p, "fc_params.filter_offset", 0) != 0
-    # the loop-entry features stay FC's: with the rhs_offset split below they outnumber what the
-    # batch-matmul sweep can tell apart (held-out 22-32% on the DSP cores with them, under 10% without)
+    # DSP: per-pass loop entries, the offset splitting only the K/4 blocks (_bmm_dsp_features);
+    # elsewhere the loop-entry features stay FC's (with every feature split by the offset they
+    # outnumbered what the batch-matmul sweep could tell apart: held-out 22-32% on the DSP cores)
+    if tier == "dsp" and not tflm_build:
+        return _bmm_dsp_features(groups, rows, c, k, rhs_offset)
     mat = {key: v for key, v in _vec_mat_cmsis(tier, rows, c, k).items() if not key.endswith("block_rows")}
     # arm_nn_vec_mat_mult_t_s8 runs another loop nest when its rhs_offset (the filter offset) is
     # not 0 (`if (rhs_offset)`: the offset added to each weight, SXTAB16 / an add per MAC; MVE:
@@ -148,10 +152,42 @@ def _bmm_cmsis_features(p: Params, tier: str) -> Features:
     return features
 
 
+def _bmm_dsp_features(groups: int, rows: int, c: int, k: int, rhs_offset: bool) -> Features:
+    """The DSP batch matmul (:func:`_bmm_cmsis_features`): per LHS row, the vec-mat's pair
+    loop set-up when C >= 2 (pair_loops), its pair passes (group_rows) and odd row (odd_rows), each requantizing its outputs, entering the K/4
+    SMLAD loop when K >= 4 (group_block_rows / odd_block_rows: its unrolled prologue picks the
+    trip count mod 4; K < 4 branches past it), running it (group_blocks / odd_blocks) and,
+    when K has a tail, entering the K mod 4 tail
+    loop (group_tail_rows / odd_tail_rows) for its 1-3 scalar MACs (group_tail / odd_tail).
+    With a filter offset the vec-mat runs its other loop nest, whose K/4 loop adds the offset
+    to each weight (SXTAB16): only its blocks are priced apart (``off_*``); the pass set-up,
+    requantization and tail loop are the same instructions in both nests, so they share
+    coefficients. (issue 18: one weight row over K 31 was priced +35%; with rows, tails and
+    tail entries split by the offset, the sweep's one-row and tail shapes could not pin them
+    apart and the tail MACs came out 5 cycles in one nest and 23 in the other.)"""
+    full, odd = divmod(c, 2)
+    blocks, tail = divmod(k, 4)
+    prefix = "off_" if rhs_offset else ""
+    f = {"call": 1.0, "groups": float(groups), "batches": float(groups * rows),
+         # the pair loop's set-up (its offsets packed, pointers and counts spilled: ~40
+         # instructions) runs per vec-mat call only when there is a pair (C >= 2)
+         "pair_loops": float(groups * rows * (full != 0)),
+         "group_rows": float(groups * rows * full), "odd_rows": float(groups * rows * odd),
+         "group_block_rows": float(groups * rows * full * (blocks != 0)),
+         "odd_block_rows": float(groups * rows * odd * (blocks != 0)),
+         "group_tail_rows": float(groups * rows * full * (tail != 0)),
+         "odd_tail_rows": float(groups * rows * odd * (tail != 0)),
+         "group_tail": float(groups * rows * full * tail), "odd_tail": float(groups * rows * odd * tail),
+         "group_blocks": 0.0, "odd_blocks": 0.0, "off_group_blocks": 0.0, "off_odd_blocks": 0.0}  # fmt: skip
+    f[prefix + "group_blocks"] = float(groups * rows * full * blocks)
+    f[prefix + "odd_blocks"] = float(groups * rows * odd * blocks)
+    return f
+
+
 def _bmm_zero_offset_features(p: Params, tier: str) -> Features:
     """TFLM's -O2 build of the batch matmul, fitted (and measured) on filter offset 0 only: the
     features without the rhs_offset loop nest (:func:`_bmm_cmsis_features`)."""
-    features = _bmm_cmsis_features({**p, "fc_params.filter_offset": 0}, tier)
+    features = _bmm_cmsis_features({**p, "fc_params.filter_offset": 0}, tier, tflm_build=True)
     return {k: v for k, v in features.items() if not k.startswith("off_") and k != "vsum_offset_rows"}
 
 
