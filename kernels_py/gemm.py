@@ -108,10 +108,11 @@ def _padded_u8(input, zero_point, pad_top, pad_left, height, width):
     n_batch, in_h, in_w, in_c = input.shape
     image = np.full((n_batch, height, width, in_c), np.uint8(zero_point), np.uint8)
     for b in range(n_batch):
-        for y in range(in_h):
-            for x in range(in_w):
-                for c in range(in_c):
-                    image[b, pad_top + y, pad_left + x, c] = np.uint8(np.int32(input[b, y, x, c]) + 128)
+        for y in range(in_h):  # an input row is one contiguous run of the image row: one vector loop
+            src = input[b, y].reshape(-1)
+            dst = image[b, pad_top + y].reshape(-1)[pad_left * in_c : (pad_left + in_w) * in_c]
+            for j in range(in_w * in_c):
+                dst[j] = np.uint8(np.int32(src[j]) + 128)
     return image
 
 
