@@ -3,8 +3,8 @@
 
 kernels_py.gemm computes every convolution and fully connected layer as a product of int8 operands
 (its module docstring); by default in float32, exact below 2^24. This module gives it the same
-integer sums from an integer GEMM, installed by `install` (refsim.runtime.batch calls it, so that
-``refsim run`` never imports ONNX Runtime). Why the sums are exact, not merely close:
+integer sums from an integer GEMM, installed for the duration of a batch by `batch_product`
+(refsim.runtime.batch; ``refsim run`` never imports ONNX Runtime). Why the sums are exact, not merely close:
 
 - ``MatMulInteger`` is specified as ``Σ_k (a[m, k] - a_zero_point)·(b[k, n] - b_zero_point)`` in
   int32, with no rounding anywhere; its int32 additions wrap, and the caller takes the sum modulo
@@ -24,6 +24,7 @@ a session serves every thread at once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import threading
@@ -76,8 +77,10 @@ class IntegerMatmul:
         options.log_severity_level = 3
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._options = options
+        self.calls = 0  # products computed (approximate under threads; what the tests look at)
 
     def __call__(self, a: np.ndarray, zero_point: int, weight_t: np.ndarray) -> np.ndarray:
+        self.calls += 1
         key = (id(weight_t), zero_point)
         entry = self._sessions.get(key)
         if entry is None or entry[0] is not weight_t:  # the id of a freed matrix may come back
@@ -113,26 +116,52 @@ class IntegerMatmul:
         )
 
 
-_installed = False
+_product: IntegerMatmul | None = None
+_made = False
+_users = 0
+_saved = None
+_state = threading.Lock()
 
 
-def install() -> bool:
-    """Install the integer product in kernels_py.gemm (once per process); False when ONNX Runtime is not
-    installed (the ``fast`` extra) or ``REFSIM_INTEGER_GEMM=0``: the float32 product stays."""
-    global _installed
-    if _installed:
-        return True
-    if os.environ.get(ENV, "1") == "0":
-        return False
-    try:
-        matmul = IntegerMatmul()
-    except ImportError:
-        return False
+def product() -> IntegerMatmul | None:
+    """This process's integer product, made on first use; None when ONNX Runtime is not installed (the
+    ``fast`` extra) or ``REFSIM_INTEGER_GEMM=0``."""
+    global _product, _made
+    with _state:
+        if not _made:
+            _made = True
+            if os.environ.get(ENV, "1") != "0":
+                try:
+                    _product = IntegerMatmul()
+                except ImportError:
+                    _product = None
+    return _product
+
+
+@contextlib.contextmanager
+def batch_product():
+    """kernels_py.gemm on the integer product for the duration of a batch (refsim.runtime.batch), and
+    on what it was before afterwards: single runs and the conformance kernels outside a batch keep the
+    float32 product (the same bits; it keeps each path's compiled specializations where they were)."""
+    global _users, _saved
+    matmul = product()
+    if matmul is None:
+        yield None
+        return
     from kernels_py import gemm
 
-    gemm.set_integer_matmul(matmul)
-    _installed = True
-    return True
+    with _state:
+        if _users == 0:
+            _saved = gemm._integer_matmul
+            gemm.set_integer_matmul(matmul)
+        _users += 1
+    try:
+        yield matmul
+    finally:
+        with _state:
+            _users -= 1
+            if _users == 0:
+                gemm.set_integer_matmul(_saved)
 
 
-__all__ = ["ENV", "IntegerMatmul", "cpu_has_vnni", "install", "signed_weights_exact"]
+__all__ = ["ENV", "IntegerMatmul", "batch_product", "cpu_has_vnni", "product", "signed_weights_exact"]

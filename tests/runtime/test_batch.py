@@ -7,7 +7,6 @@ portable and fp32 ops), hypothesis draws the sample count, the worker count and 
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels_py import gemm
 from refsim.runtime import ExecutionError, Program, TensorRef
 from refsim.runtime.batch import stack_size, stacked_runners
 from refsim.runtime.stack import stack_refusal
@@ -31,17 +29,6 @@ def method_of(path: Path):
     if path not in _METHODS:
         _METHODS[path] = Program.load(path).method("forward")
     return _METHODS[path]
-
-
-@contextlib.contextmanager
-def float32_product():
-    """Single runs on kernels_py.gemm's float32 product, whatever a batch installed."""
-    installed = gemm._integer_matmul
-    gemm.set_integer_matmul(None)
-    try:
-        yield
-    finally:
-        gemm.set_integer_matmul(installed)
 
 
 def draw_inputs(method, count: int, seed: int) -> list:
@@ -80,8 +67,7 @@ def test_batch_equals_single_runs(path, count, workers, seed, stacked):
     batched = method.execute_batch(inputs, workers=workers, stacked=stacked)
     assert len(batched) == len(method.outputs)
     for i in range(count):
-        with float32_product():  # the batch may have run on the integer GEMM (refsim.runtime.igemm)
-            single = method.execute([x[i] if isinstance(x, np.ndarray) else x for x in inputs])
+        single = method.execute([x[i] if isinstance(x, np.ndarray) else x for x in inputs])
         for k, (b, s) in enumerate(zip(batched, single, strict=True)):
             if isinstance(s, np.ndarray):
                 assert b.shape == (count, *s.shape) and b.dtype == s.dtype, (k, b.shape, s.shape)

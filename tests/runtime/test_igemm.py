@@ -2,7 +2,8 @@
 
 The kernel-level equality (every GEMM shape, both weight forms, the saturating extremes) is in
 tests/ops/test_gemm.py; here: when it is used, that a batch on it gives the bits of single runs on
-the float32 product, that ``refsim run`` never loads it, and how the weight form is chosen.
+the float32 product, that it is used only while a batch runs, that ``refsim run`` never loads it,
+and how the weight form is chosen.
 """
 
 from __future__ import annotations
@@ -48,15 +49,32 @@ def test_batch_on_the_integer_product_equals_float32_single_runs(path):
     method = Program.load(path).method("forward")
     rng = np.random.default_rng(7)
     x = rng.integers(-128, 128, (40, *method.inputs[0].sizes), dtype=np.int8)
+    before = igemm.product().calls
     (batched,) = method.execute_batch([x], workers=2)
-    assert isinstance(gemm._integer_matmul, igemm.IntegerMatmul)  # the batch ran on it
-    installed = gemm._integer_matmul
-    gemm.set_integer_matmul(None)
+    assert igemm.product().calls > before  # the batch ran on it ...
+    assert gemm._integer_matmul is None  # ... and only the batch: single runs are on float32
+    for i in range(0, 40, 3):
+        np.testing.assert_array_equal(batched[i], method.execute([x[i]])[0], err_msg=f"sample {i}")
+
+
+def test_the_product_is_scoped_to_the_batch_and_restores_what_was_there():
+    pytest.importorskip("onnxruntime", reason="the integer product needs the `fast` extra (onnxruntime)")
+    if os.environ.get(igemm.ENV) == "0":
+        pytest.skip(f"{igemm.ENV}=0 keeps the float32 product")
+
+    def mine(a, zero_point, weight_t):
+        raise AssertionError("unused")
+
+    gemm.set_integer_matmul(mine)
     try:
-        for i in range(0, 40, 3):
-            np.testing.assert_array_equal(batched[i], method.execute([x[i]])[0], err_msg=f"sample {i}")
+        with igemm.batch_product() as outer:
+            assert gemm._integer_matmul is outer
+            with igemm.batch_product():
+                assert gemm._integer_matmul is outer
+            assert gemm._integer_matmul is outer  # the inner batch ended, the outer one has not
+        assert gemm._integer_matmul is mine
     finally:
-        gemm.set_integer_matmul(installed)
+        gemm.set_integer_matmul(None)
 
 
 def test_refsim_run_loads_no_onnxruntime_and_the_switch_keeps_float32():
