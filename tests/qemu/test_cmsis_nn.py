@@ -15,6 +15,7 @@ Seed: REFSIM_CMSIS_NN_SEED (default 0); cases per function: REFSIM_CMSIS_NN_CASE
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,9 +25,10 @@ import numpy as np
 import pytest
 
 from isa_models.cortex_m.cores import CORE_MODELS
+from kernels_py.conv import select_convolve_kernel
 from kernels_py.conv_transpose import transpose_conv_s8_get_buffer_size
 from kernels_py.elementwise import cmsis_minmax_broadcast_is_exact
-from kernels_py.types import Activation, Dims, Tile, TransposeConvParams
+from kernels_py.types import Activation, ConvParams, Dims, Tile, TransposeConvParams
 from refsim.conformance import vectors as vec
 from refsim.qemu import conformance as qc
 from refsim.qemu.timing_cli import model_target
@@ -79,11 +81,27 @@ def _mve_depthwise_opt_null_bias(core: str, function: str, params: Params) -> bo
     )
 
 
+def _routed_1xn(function: str, params: Params) -> bool:
+    """The case runs arm_convolve_1_x_n_s8 (directly, or the wrapper's 1xN route)."""
+    return function == "arm_convolve_1_x_n_s8" or params.get("category") == "arm_convolve_1_x_n_s8"
+
+
+def _mve_1xn_padding_refused(core: str, function: str, params: Params) -> bool:
+    """arm_convolve_1_x_n_s8's MVE path returns ARM_CMSIS_NN_FAILURE unless padding.w splits the
+    total padding as TFLM's SAME does (``pad_x * 2 + total_pad % 2 == total_pad``, C's ``%``); the
+    wrapper routes every 1xN shape to it (arm_nn_is_convolve_1_x_n looks at no padding)."""
+    if not _mve(core) or not _routed_1xn(function, params):
+        return False
+    total_pad = (
+        (params["output_dims.w"] - 1) * params["stride.w"] + params["filter_dims.w"] - params["input_dims.w"]
+    )
+    return 2 * params["padding.w"] + int(math.fmod(total_pad, 2)) != total_pad
+
+
 def _mve_1xn_right_edge(core: str, function: str, params: Params) -> bool:
     """arm_convolve_1_x_n_s8's MVE path fills the last window with kernel_x - 1 input columns and
     padding: wrong unless that window overhangs the input by exactly one column (or no window does)."""
-    routed = function == "arm_convolve_1_x_n_s8" or params.get("category") == "arm_convolve_1_x_n_s8"
-    if not _mve(core) or not routed:
+    if not _mve(core) or not _routed_1xn(function, params):
         return False
     total_pad = (
         (params["output_dims.w"] - 1) * params["stride.w"] + params["filter_dims.w"] - params["input_dims.w"]
@@ -167,6 +185,7 @@ def _transpose_conv_tall_padding(core: str, function: str, params: Params) -> bo
 #: Defect classes of CMSIS-NN (docs/numerics.md), each with the predicate that recognises a case.
 KNOWN_DEFECTS: dict[str, Callable[[str, str, Params], bool]] = {
     "grouped conv with NULL bias reads bias from address 4k": _grouped_null_bias,
+    "MVE 1xN conv refuses padding not split as SAME (ARM_CMSIS_NN_FAILURE)": _mve_1xn_padding_refused,
     "MVE 1xN conv right edge": _mve_1xn_right_edge,
     "MVE depthwise opt with NULL bias reads bias from address 4*124*k": _mve_depthwise_opt_null_bias,
     "maximum/minimum broadcast row walk": _minmax_row_walk,
@@ -243,6 +262,9 @@ def _conv_case(
     }
     for struct, shape in shapes.items():
         params.update({f"{struct}.{k}": v for k, v in zip("nhwc", shape, strict=True)})
+    geometry = ConvParams(stride=Tile(w=stride_w, h=1), padding=Tile(w=pad_w, h=0))
+    dims = (Dims(*shapes["input_dims"]), Dims(*shapes["filter_dims"]), Dims(*shapes["output_dims"]))
+    params["category"] = select_convolve_kernel(geometry, *dims)  # the wrapper's route
     arrays = {
         "input": np.repeat(np.arange(1, in_w + 1), c_in).astype(np.int8).reshape(shapes["input_dims"]),
         "filter": np.ones(shapes["filter_dims"], np.int8),
@@ -399,6 +421,7 @@ def hand_worked() -> dict[str, tuple[vec.Case, list[int], tuple[str, ...]]]:
     return {
         "grouped_null_bias": (_conv_case("grouped_null_bias", "arm_convolve_s8", 1, 2, 1, 1, 2, 1, 0), [1, 1], every),
         "1xn_unused_tail": (_conv_case("1xn_unused_tail", "arm_convolve_1_x_n_s8", 3, 4, 2, 4, 1, 3, 0), [12], mve),
+        "1xn_left_pad_refused": (_conv_case("1xn_left_pad_refused", "arm_convolve_wrapper_s8", 3, 2, 2, 2, 1, 2, 1), [2, 10], mve),
         "1xn_two_right_pads": (_conv_case("1xn_two_right_pads", "arm_convolve_1_x_n_s8", 4, 4, 5, 4, 1, 3, 2), [24, 36], mve),
         "max_h_against_w": (_minmax_case("max_h_against_w", "arm_maximum_s8", (1, 3, 1, 1), (1, 1, 3, 1)), [-40, -35, -30] * 3, every),
         "min_h_against_w": (_minmax_case("min_h_against_w", "arm_minimum_s8", (1, 3, 1, 1), (1, 1, 3, 1)), [-50] * 3 + [-47] * 3 + [-44] * 3, every),
