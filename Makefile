@@ -35,13 +35,14 @@ venv-interop: $(INTEROP_VENV)/.installed
 
 # torch is not needed by the runtime or the tests of the golden numerics; the `compile`
 # extra (torch==2.13.0, a local CPU wheel on our machines) is installed by targets that need it.
+# fast: ONNX Runtime's integer GEMM for batched runs (refsim.runtime.igemm), so its tests run.
 # cluster: Ray, so the tests of `refsim sweep --ray` run against a real local Ray instance
 # (plain ray, ~240 MB, under a minute to install; no dashboard).
 # compileall: bytecode for the editable install (pip compiles only site-packages); with
 # PYTHONDONTWRITEBYTECODE set every import would compile (the first cycle estimate ~2x slower).
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,cluster]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,cluster,fast]'
 	$(PY) -m compileall -q -j 0 refsim isa_models kernels_py compiler
 	$(MAKE) aot
 	touch $@

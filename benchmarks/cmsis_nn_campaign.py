@@ -1,16 +1,23 @@
-"""The real CMSIS-NN through generated conformance cases on each QEMU core, sharded on the engine
+"""The real CMSIS-NN through generated conformance cases on each core model, sharded on the engine
 (refsim/qemu/campaign.py), every failure classified by the recorded CMSIS-NN defect classes.
 
     python benchmarks/cmsis_nn_campaign.py --kernels-dir /work/ext/cmsis-nn-et \\
         [--cores cortex-m55,cortex-m4,...] [--cases 4000] [--seed 100] [--workers 2 | --ray local]
         [--per-task 500] [--failures-dir DIR] [--out benchmarks/results/cmsis_nn_campaign.json]
+        [--merge]
+
+Cores are the seven core models; cortex-m0plus and cortex-m85 run their own builds on the M3 and
+M55 boards (refsim.qemu.timing_cli.model_target).
 
 Per core: cases run, passed, failed, wall time and cases/min, and every mismatch class (function ×
 kind, refsim.qemu.conformance.failure_kind) with the recorded defect each of its failures belongs
 to (the predicates of tests/qemu/test_cmsis_nn.py, which docs/numerics.md describes) or
 ``UNEXPLAINED``; the first case of each unexplained group is saved as a reproducer vector in
 ``--failures-dir`` (rerun it with ``refsim conformance --vectors DIR --cpu CORE --kernels-dir ...``).
-The JSON is rewritten after every core, so a run stopped early keeps the cores it finished.
+The JSON is rewritten after every core, so a run stopped early keeps the cores it finished. Each
+core's row carries its own provenance (command, refsim commit, library, date, cases, seed);
+``--merge`` keeps the rows of the cores this run does not measure (a row of the file's older
+format, without one, is given the file's top-level provenance).
 """
 
 from __future__ import annotations
@@ -28,10 +35,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from isa_models.cortex_m.cores import CORE_MODELS  # noqa: E402
 from refsim.engine import make_engine  # noqa: E402
 from refsim.qemu import campaign  # noqa: E402
 from refsim.qemu import conformance as qc  # noqa: E402
-from refsim.qemu.cores import CORES  # noqa: E402
 from tests.qemu.test_cmsis_nn import KNOWN_DEFECTS  # noqa: E402
 
 
@@ -70,7 +77,6 @@ def run_core(core: str, args: argparse.Namespace) -> dict:
                 }
         classes[f"{function}: {kind}"] = entry
     return {
-        "core": core,
         "engine": where,
         "cases": ran,
         "passed": report.passed,
@@ -88,7 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernels-dir", type=Path, required=True)
     parser.add_argument("--library-commit", default="")
-    parser.add_argument("--cores", default=",".join(CORES))
+    parser.add_argument("--cores", default=",".join(CORE_MODELS))
     parser.add_argument("--cases", type=int, default=4000, help="cases per function")
     parser.add_argument("--seed", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
@@ -98,37 +104,63 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "cmsis_nn_campaign.json"
     )
+    parser.add_argument("--merge", action="store_true", help="keep the other cores' rows of --out")
     args = parser.parse_args()
+    cores = args.cores.split(",")
+    unknown = [c for c in cores if c not in CORE_MODELS]
+    if unknown:
+        parser.error(f"--cores: not core models: {', '.join(unknown)} (known: {', '.join(CORE_MODELS)})")
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
     ).stdout
-    doc = {
-        "provenance": {
-            "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-            "commit": commit.strip(),
-            "library": str(args.kernels_dir),
-            "library_commit": args.library_commit,
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "load_average_before": [round(x, 2) for x in os.getloadavg()],
-            "note": "shared machine (2 cores, other jobs running)",
-        },
-        "cases_per_function": args.cases,
-        "seed": args.seed,
-        "known_defects": list(KNOWN_DEFECTS),
-        "cores": [],
+    provenance = {
+        "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+        "commit": commit.strip(),
+        "library": str(args.kernels_dir),
+        "library_commit": args.library_commit,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "note": "shared machine (2 cores, other jobs running)",
     }
-    for core in args.cores.split(","):
-        row = run_core(core, args)
+    kept = _kept_rows(args.out, cores) if args.merge else []
+    rows: list[dict] = []
+    for core in cores:
+        row = {
+            "core": core,
+            "provenance": {**provenance, "load_average_before": [round(x, 2) for x in os.getloadavg()]},
+            "cases_per_function": args.cases,
+            "seed": args.seed,
+            **run_core(core, args),
+        }
         row["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-        doc["cores"].append(row)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+        rows.append(row)
+        _write(args.out, kept + rows)
         unexplained = {k: v["UNEXPLAINED"]["cases"] for k, v in row["classes"].items() if "UNEXPLAINED" in v}
         print(
             f"{core}: {row['cases']} cases, {row['failed']} failed, {len(row['classes'])} mismatch classes, "
             f"unexplained {unexplained or 'none'}; {row['wall_s']} s, {row['cases_per_min']} cases/min",
             flush=True,
         )
+
+
+def _kept_rows(path: Path, replaced: list[str]) -> list[dict]:
+    """The rows of ``path`` for cores not in ``replaced``, each with its own provenance."""
+    if not path.exists():
+        return []
+    old = json.loads(path.read_text())
+    shared = {k: old[k] for k in ("provenance", "cases_per_function", "seed") if k in old}
+    return [{**shared, **row} for row in old["cores"] if row["core"] not in replaced]
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    order = list(CORE_MODELS)
+    doc = {
+        "about": "the real CMSIS-NN through generated conformance cases, per core model; each row "
+        "says how it was made (provenance, cases_per_function, seed)",
+        "known_defects": list(KNOWN_DEFECTS),
+        "cores": sorted(rows, key=lambda r: order.index(r["core"])),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
 if __name__ == "__main__":

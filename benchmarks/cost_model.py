@@ -387,9 +387,7 @@ def measure_random(
     cases = None
     for core in cores:
         t0 = time.perf_counter()
-        target = timing_cli.timed_target(
-            qc.resolve_target(None, timing_cli.qemu_cpu_for(core), kernels_dir), core
-        )
+        target = timing_cli.model_target(None, core, kernels_dir)
         functions = [
             f for f in qc.kernel_functions(None) if target.available is None or f in target.available
         ]

@@ -22,6 +22,16 @@ from there ``arm_nn_requantize`` is kernels_py.fixedpoint's integer arithmetic, 
 The BLAS runs single-threaded (`single_threaded_blas`): refsim spreads samples over the cores
 itself (refsim.runtime.batch), and OpenBLAS's own threads on a small product, on a shared
 machine, cost more than they give.
+
+**An integer product instead** (`set_integer_matmul`). A caller may install an exact integer
+matrix product, ``matmul(a, zero_point, weight_t)`` → int32 ``Σ_k (a[m, k] - zero_point)·W[k, n]``
+with ``a`` uint8 and the int32 sums wrapping modulo 2^32 (refsim.runtime.igemm: ONNX Runtime's
+``MatMulInteger``). The operand is then ``x + 128`` (``x ^ 0x80`` as uint8) with the zero point
+``128 - input_offset``, so ``a - zero_point = x + input_offset``, the same integers, and the padding
+taps hold the zero point itself (they add 0, as CMSIS-NN skips them). The int32 sums are the
+accumulator modulo 2^32, which `_requantize_rows` takes as it takes the float32 parts; nothing is
+rounded on either path. Used only when the zero point fits uint8 (``input_offset`` in [-127, 128],
+CMSIS-NN's documented range); otherwise, and when none is installed, the float32 product above.
 """
 
 from __future__ import annotations
@@ -35,6 +45,25 @@ from kernels_py.fully_connected import _vec_mat_mult
 K_CHUNK = 512
 
 _blas_limited = False
+
+#: The installed exact integer product (see the module docstring), or None: the float32 BLAS.
+_integer_matmul = None
+#: Rows per integer product: one call per block, whose fixed cost is ~10 us, so blocks are larger.
+INTEGER_BLOCK_ROWS = 8192
+
+
+def set_integer_matmul(matmul) -> None:
+    """Install ``matmul(a, zero_point, weight_t)`` (module docstring) for every later product, or None."""
+    global _integer_matmul
+    _integer_matmul = matmul
+
+
+def _integer_zero_point(input_offset: int):
+    """The installed integer product and the uint8 zero point of ``input_offset``, or (None, 0)."""
+    zero_point = 128 - int(input_offset)
+    if _integer_matmul is None or not 0 <= zero_point <= 255:
+        return None, 0
+    return _integer_matmul, zero_point
 
 
 def single_threaded_blas() -> None:
@@ -70,6 +99,26 @@ def _padded(input, input_offset, pad_top, pad_left, height, width):
                         np.int32(input[b, y, x, c]) + input_offset
                     )
     return image
+
+
+@jit
+def _padded_u8(input, zero_point, pad_top, pad_left, height, width):
+    """`_padded` for the integer product: ``x + 128`` as uint8 (``x ^ 0x80``), and ``zero_point`` in the
+    border, so that ``pixel - zero_point`` is ``x + input_offset`` inside and 0 at every padding tap."""
+    n_batch, in_h, in_w, in_c = input.shape
+    image = np.full((n_batch, height, width, in_c), np.uint8(zero_point), np.uint8)
+    for b in range(n_batch):
+        for y in range(in_h):  # an input row is one contiguous run of the image row: one vector loop
+            src = input[b, y].reshape(-1)
+            dst = image[b, pad_top + y].reshape(-1)[pad_left * in_c : (pad_left + in_w) * in_c]
+            for j in range(in_w * in_c):
+                dst[j] = np.uint8(np.int32(src[j]) + 128)
+    return image
+
+
+def _biased_u8(x: np.ndarray) -> np.ndarray:
+    """int8 ``x`` as the uint8 ``x + 128`` (flipping the sign bit is adding 128 to two's complement)."""
+    return np.bitwise_xor(x.view(np.uint8), np.uint8(0x80))
 
 
 @jit
@@ -198,6 +247,11 @@ def convolve_gemm(input, weight_t, table, input_offset, output_offset,
     rows = n_batch * out_h * out_w
     output = np.empty((n_batch, out_h, out_w, out_c), np.int8)
     flat = output.reshape(rows, out_c)
+    matmul, zero_point = _integer_zero_point(input_offset)
+    if matmul is not None:
+        _convolve_integer(matmul, zero_point, input, weight_t, table, output_offset, stride_h, stride_w,
+                          pad_h, pad_w, dil_h, dil_w, act_min, act_max, k_h, k_w, out_h, out_w, flat)  # fmt: skip
+        return output
     step = block_rows(depth, out_c)
     col = np.empty((min(step, rows), depth), np.float32)
     pointwise = (
@@ -221,6 +275,50 @@ def convolve_gemm(input, weight_t, table, input_offset, output_offset,
     return output
 
 
+def _convolve_integer(matmul, zero_point, input, weight_t, table, output_offset, stride_h, stride_w,
+                      pad_h, pad_w, dil_h, dil_w, act_min, act_max, k_h, k_w, out_h, out_w, flat) -> None:  # fmt: skip
+    """`convolve_gemm` on the installed integer product (module docstring), into ``flat`` [rows, C_OUT]."""
+    rows, depth = flat.shape[0], weight_t.shape[0]
+    pointwise = (
+        k_h == k_w == stride_h == stride_w == 1 and pad_h == pad_w == 0 and input.shape[1:3] == (out_h, out_w)
+    )
+    if pointwise:
+        pixels = input.reshape(rows, depth)
+    else:
+        height = max(input.shape[1] + pad_h, (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1)
+        width = max(input.shape[2] + pad_w, (out_w - 1) * stride_w + (k_w - 1) * dil_w + 1)
+        image = _padded_u8(input, zero_point, pad_h, pad_w, height, width)
+        col = np.empty((min(INTEGER_BLOCK_ROWS, rows), depth), np.uint8)
+        # im2col moves whole channel runs: as 2-, 4- or 8-byte words when C_IN allows (the same bytes)
+        word = next(
+            w
+            for w in (np.uint64, np.uint32, np.uint16, np.uint8)
+            if input.shape[3] % np.dtype(w).itemsize == 0
+        )
+        image_words, col_words = image.view(word), col.view(word)
+    for r0 in range(0, rows, INTEGER_BLOCK_ROWS):
+        r1 = min(rows, r0 + INTEGER_BLOCK_ROWS)
+        if pointwise:
+            block = _biased_u8(pixels[r0:r1])
+        else:
+            block = col[: r1 - r0]
+            _im2col(
+                image_words,
+                k_h,
+                k_w,
+                stride_h,
+                stride_w,
+                dil_h,
+                dil_w,
+                out_h,
+                out_w,
+                r0,
+                col_words[: r1 - r0],
+            )
+        sums = matmul(block, zero_point, weight_t)
+        _requantize_rows(sums.reshape(1, *sums.shape), table, output_offset, act_min, act_max, flat[r0:r1])
+
+
 @jit
 def _offset_rows(x, input_offset, col):
     for r in range(x.shape[0]):
@@ -237,17 +335,30 @@ def fully_connected_rows(input, weight, weight_t, table, base, input_offset, out
     """``arm_fully_connected_s8`` with ``filter_offset = 0`` on [rows, K] int8, into ``out`` [rows, C_OUT]:
     ``Σ (x + input_offset)·w + base`` (``base`` the bias, or the MVE kernel sum with ``input_offset = 0``),
     requantized per tensor. Below `FC_GEMM_ROWS` rows fully_connected's int32 vector loop (the same
-    integers: it folds the offset out of the sum, equal modulo 2^32); from there the exact float32 GEMM
-    in blocks of rows (``table`` from `requantize_table` of ``base``; ``weight_t`` from
+    integers: it folds the offset out of the sum, equal modulo 2^32); from there the exact GEMM (the
+    installed integer product, or float32) in blocks of rows (``table`` from `requantize_table` of ``base``; ``weight_t`` from
     `conv_filter_matrix`). Rows are independent."""
-    rows, depth = input.shape
-    if rows < FC_GEMM_ROWS:
+    if input.shape[0] < FC_GEMM_ROWS:
         _vec_mat_mult(
             input, weight, base, input_offset, 0, multipliers, shifts, output_offset, act_min, act_max, out
         )
         return
-    out_c = weight_t.shape[1]
-    step = block_rows(depth, out_c)
+    _fully_connected_gemm_into(input, weight_t, table, input_offset, output_offset, act_min, act_max, out)
+
+
+def _fully_connected_gemm_into(
+    input, weight_t, table, input_offset, output_offset, act_min, act_max, out
+) -> None:
+    """The GEMM of `fully_connected_rows`: the installed integer product, or the float32 one in blocks."""
+    rows, depth = input.shape
+    matmul, zero_point = _integer_zero_point(input_offset)
+    if matmul is not None:
+        for r0 in range(0, rows, INTEGER_BLOCK_ROWS):
+            r1 = min(rows, r0 + INTEGER_BLOCK_ROWS)
+            sums = matmul(_biased_u8(input[r0:r1]), zero_point, weight_t)
+            _requantize_rows(sums.reshape(1, *sums.shape), table, output_offset, act_min, act_max, out[r0:r1])
+        return
+    step = block_rows(depth, weight_t.shape[1])
     col = np.empty((min(step, rows), depth), np.float32)
     for r0 in range(0, rows, step):
         r1 = min(rows, r0 + step)
@@ -258,13 +369,6 @@ def fully_connected_rows(input, weight, weight_t, table, base, input_offset, out
 
 def fully_connected_gemm(input, weight_t, table, input_offset, output_offset, act_min, act_max):
     """`fully_connected_rows`' GEMM on any number of rows, into a new array (what the tests compare)."""
-    rows, depth = input.shape
-    out = np.empty((rows, weight_t.shape[1]), np.int8)
-    step = block_rows(depth, weight_t.shape[1])
-    col = np.empty((min(step, rows), depth), np.float32)
-    for r0 in range(0, rows, step):
-        r1 = min(rows, r0 + step)
-        block = col[: r1 - r0]
-        _offset_rows(input[r0:r1], input_offset, block)
-        _gemm_rows(block, weight_t, table, output_offset, act_min, act_max, out[r0:r1])
+    out = np.empty((input.shape[0], weight_t.shape[1]), np.int8)
+    _fully_connected_gemm_into(input, weight_t, table, input_offset, output_offset, act_min, act_max, out)
     return out

@@ -5,6 +5,7 @@ Select with ``HYPOTHESIS_PROFILE=thorough pytest ...`` for long local campaigns.
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _common = {
@@ -20,3 +21,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 def pytest_report_header(config):
     return f"hypothesis profile: {settings.get_current_profile_name()}"
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """A local Ray instance of 2 CPUs, started for the requesting module and shut down after its
+    Ray tests; skipped without Ray."""
+    ray = pytest.importorskip(
+        "ray", reason="Ray is the optional `cluster` extra (pip install 'refsim[cluster]')"
+    )
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()

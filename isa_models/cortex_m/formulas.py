@@ -128,7 +128,7 @@ def __getattr__(name: str):
     return value
 
 
-def sweep(name: str, library: str | None = None) -> list[tuple[str, dict[str, int]]]:
+def sweep(name: str, library: str | None = None, tier: str | None = None) -> list[tuple[str, dict[str, int]]]:
     """Family ``name``'s designed calibration sweep, (public function, params) per shape: its
     module ``isa_models.cortex_m.<name>.sweep``, apart from the formulas so an estimate never compiles
     the shape tables (``refsim calibrate`` and the tests import it). For the real CMSIS-NN as
@@ -136,11 +136,17 @@ def sweep(name: str, library: str | None = None) -> list[tuple[str, dict[str, in
     ``cmsis_nn_sweep()`` shapes follow, appended last: the short, odd and single-pixel shapes
     that CMSIS-NN's random-case tail called for (issue 18, benchmarks/cost_model.py (d)), whose
     features were read from that build. kernels_c and TFLM's -O2 build (``cmsis-nn-tflm``: no
-    loop unswitching, other inlined copies) keep the shared sweep."""
+    loop unswitching, other inlined copies) keep the shared sweep. With ``tier``, a module's
+    ``cmsis_nn_tier_sweep(tier)`` shapes follow those: a loop only one tier's code has (the DSP
+    vec-mat's K-tail entries) is measured on that tier's cores only, so the other cores' files
+    keep the sweep they were measured on (on MVE: shapes whose call takes another route off MVE, a
+    one-channel depthwise being a convolution there, or that exercise MVE-only loops)."""
     module = importlib.import_module(f"isa_models.cortex_m.{name}.sweep")
     shapes = module.sweep()
     if library == "cmsis-nn" and hasattr(module, "cmsis_nn_sweep"):
         shapes += module.cmsis_nn_sweep()
+        if tier is not None and hasattr(module, "cmsis_nn_tier_sweep"):
+            shapes += module.cmsis_nn_tier_sweep(tier)
     return shapes
 
 

@@ -153,7 +153,7 @@ def make_case(function: str, shape: Mapping[str, int], rng: np.random.Generator)
     arrays: dict[str, np.ndarray] = {}
     for array in spec.arrays:
         count = sizes[array.name]
-        if array.optional and array.name == "bias" and shape.get("bias_is_null"):
+        if array.optional and array.name in ("bias", "bias_data") and shape.get("bias_is_null"):
             arrays[array.name] = np.zeros(0, array.dtype)  # passed to the kernel as NULL
         elif array.dtype == np.dtype(np.int8):
             arrays[array.name] = rng.integers(-128, 128, count, dtype=np.int16).astype(np.int8)
@@ -237,7 +237,7 @@ def sweep_calls(
 
     chosen: dict[str, list[tuple[str, dict[str, int]]]] = {}
     for name in formulas.FAMILY_NAMES:
-        for function, shape in formulas.sweep(name, library):
+        for function, shape in formulas.sweep(name, library, tier):
             key = formulas.route(function, shape, tier)
             if only and not ({key, key.split("/")[0], function, name} & set(only)):
                 continue

@@ -61,7 +61,11 @@ def conformance(
     ] = None,
     cpu: Annotated[
         str | None,
-        typer.Option("--cpu", help="Core for the C kernels: cortex-m3, -m4, -m7, -m33 or -m55."),
+        typer.Option(
+            "--cpu",
+            help="Core for the C kernels: cortex-m3, -m4, -m7, -m33, -m55, or a core model run on "
+            "another core's board: cortex-m0plus (ARMv6-M build on the M3), cortex-m85 (on the M55).",
+        ),
     ] = None,
     kernels_dir: Annotated[
         Path | None,
@@ -237,16 +241,13 @@ def _run_c_kernels(
                 raise typer.BadParameter(f"--system {system} is a {preset.core} system; --cpu is {cpu}")
         if cpu is not None:
             get_core_model(cpu)
-            cpu = timing_cli.qemu_cpu_for(cpu)
         if system is not None and cpu is None:
-            timed_cpu = cpu = get_system(system).core
-            cpu = timing_cli.qemu_cpu_for(cpu)
+            timed_cpu = get_system(system).core
     with console.status("building the harness"):
-        target = qc.resolve_target(isa, cpu, kernels_dir)
-        if count_cycles is not None:
-            target = timing_cli.timed_target(target, timed_cpu)
+        # a core model QEMU has no machine for (cortex-m0plus, cortex-m85) runs its own build on its board
+        target = timing_cli.model_target(isa, timed_cpu, kernels_dir)
     tier = "public functions" if target.variant == "default" else f"{target.variant} variants"
-    _say(f"{target.library_name} on {target.core.name} ({target.core.machine}): --isa {target.isa}, {tier}")
+    _say(f"{target.describe()}: --isa {target.isa}, {tier}")
     if runner is not None:
         _run_sharded(
             target,
@@ -274,7 +275,7 @@ def _run_c_kernels(
             todo = qc.generate_cases(functions, cases, seed, progress=lambda n: progress.advance(task, n))
         source = f"seed {seed}, {cases} per kernel"
     with _progress() as progress:
-        task = progress.add_task(f"running on {target.core.name}", total=len(todo))
+        task = progress.add_task(f"running on {target.cpu}", total=len(todo))
         report = qc.run_cases(
             target, todo, count=count_instructions is not None, progress=lambda n: progress.advance(task, n)
         )
@@ -301,7 +302,7 @@ def _run_sharded(
 
     spec = campaign.TargetSpec(
         target.isa,
-        target.core.name,
+        target.cpu,
         str(kernels_dir.resolve()) if kernels_dir is not None else None,
     )
     if vectors is not None:
@@ -319,7 +320,7 @@ def _run_sharded(
     total = sum(campaign.task_cases(t) for t in tasks)
     started = time.perf_counter()
     with _progress() as progress:
-        bar = progress.add_task(f"running on {target.core.name} ({runner.name})", total=total)
+        bar = progress.add_task(f"running on {target.cpu} ({runner.name})", total=total)
         report = campaign.run_campaign(
             runner, target, spec, tasks, count=count_instructions is not None,
             progress=lambda n: progress.advance(bar, n),
@@ -369,7 +370,7 @@ def _conclude(
             )
         _say(
             f"reproduce: refsim conformance --vectors {directory} --isa {target.isa} "
-            f"--cpu {target.core.name}{library}"
+            f"--cpu {target.cpu}{library}"
         )
     if count_instructions is not None:
         qc.write_counts(count_instructions, report)
@@ -398,7 +399,7 @@ def _summary_table(report: Report, *, counted: bool) -> Table:
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
-        title=f"{report.target.core.name}, --isa {report.target.isa}",
+        title=f"{report.target.cpu}, --isa {report.target.isa}",
         caption="instrs: executed instructions per case (mean)" if counted else None,
     )
     for summary in report.kernels.values():

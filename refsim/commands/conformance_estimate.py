@@ -31,11 +31,10 @@ def _measure(cases, cpu: str, kernels_dir: Path | None, system: str | None) -> d
     if missing_toolchain() is not None:
         return {}
     from isa_models.cortex_m.cores import get_core_model
-    from refsim.qemu import conformance as qc
     from refsim.qemu import timing_cli
 
     model = get_core_model(cpu)
-    target = qc.resolve_target(None, model.qemu_core, kernels_dir)
+    target = timing_cli.model_target(None, model.name, kernels_dir)
     runnable = frozenset(f for f in batch.FUNCTIONS if target.available is None or f in target.available)
     chosen = [c for c in cases if c.function in runnable]
     if not chosen:

@@ -32,6 +32,7 @@ from refsim.conformance import vectors as vec
 from refsim.engine import Engine, Task
 from refsim.errors import RefsimError
 from refsim.qemu import conformance as qc
+from refsim.qemu.timing_cli import model_target
 
 #: Cases per task by default. A QEMU start (and the batch's fixed cost) is ~0.1-0.2 s and a small
 #: case a few ms, so a task of 500 spends most of its time on cases (benchmarks/campaigns.py,
@@ -41,8 +42,10 @@ PER_TASK = 500
 
 @dataclass(frozen=True)
 class TargetSpec:
-    """What a worker needs to rebuild the target on its own node: ``--isa``, ``--cpu``,
-    ``--kernels-dir`` (a path that must exist on every node)."""
+    """What a worker needs to rebuild the target on its own node: ``--isa``, ``--cpu`` (a QEMU core
+    or a core model such as cortex-m0plus, whose own build every worker makes:
+    :func:`refsim.qemu.timing_cli.model_target`), ``--kernels-dir`` (a path that must exist on
+    every node)."""
 
     isa: str | None
     cpu: str | None
@@ -60,11 +63,11 @@ def resolve(spec: TargetSpec) -> qc.Target:
     """The spec's target, resolved (and its harness built or found) once per process; a worker
     whose build or golden model differs from the driver's is refused (one line naming the node)."""
     kernels_dir = Path(spec.kernels_dir) if spec.kernels_dir is not None else None
-    target = qc.resolve_target(spec.isa, spec.cpu, kernels_dir)
+    target = model_target(spec.isa, spec.cpu, kernels_dir)
     node = os.uname().nodename
     if spec.harness_key is not None and target.harness.key != spec.harness_key:
         raise CampaignError(
-            f"worker {node} builds {target.library_name} for {target.core.name} as {target.harness.key}, "
+            f"worker {node} builds {target.library_name} for {target.cpu} as {target.harness.key}, "
             f"the campaign's driver as {spec.harness_key}: install the same refsim, toolchain "
             f"(gcc-arm-none-eabi) and library sources on every node"
         )

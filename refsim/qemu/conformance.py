@@ -61,7 +61,9 @@ class Target:
 
     ``variant`` is ``default`` (the public CMSIS-NN function, as a deployment calls it) when the
     tier is the core's own, else that tier's variant (refsim's library only). ``available``: the
-    functions the harness can run (a user's library may lack some).
+    functions the harness can run (a user's library may lack some). ``model``: the core model
+    whose build runs on ``core``'s board when QEMU has no machine of its own for it
+    (cortex-m0plus, cortex-m85; refsim.qemu.timing_cli.model_target), else None.
     """
 
     core: Core
@@ -70,10 +72,26 @@ class Target:
     harness: Harness
     library: Path | None = None
     available: frozenset[str] | None = None
+    model: str | None = None
 
     @property
     def library_name(self) -> str:
         return str(self.library) if self.library else "kernels_c"
+
+    @property
+    def cpu(self) -> str:
+        """The ``--cpu`` that resolves to this target: the core model, or the QEMU core."""
+        return self.model or self.core.name
+
+    def describe(self) -> str:
+        """What runs where: ``kernels_c on cortex-m4 (mps2-an386)``, or for a core model run on
+        another core's board ``kernels_c for cortex-m0plus (-mcpu=cortex-m0plus) on cortex-m3
+        (mps2-an385)``."""
+        board = f"{self.core.name} ({self.core.machine})"
+        if self.model is None:
+            return f"{self.library_name} on {board}"
+        mcpu = " ".join(f for f in self.harness.core.gcc_flags if f.startswith("-mcpu="))
+        return f"{self.library_name} for {self.model} ({mcpu}) on {board}"
 
 
 def resolve_core(isa: str | None, cpu: str | None) -> tuple[Core, str]:
@@ -96,16 +114,30 @@ def resolve_core(isa: str | None, cpu: str | None) -> tuple[Core, str]:
 def resolve_target(isa: str | None, cpu: str | None, kernels_dir: Path | None = None) -> Target:
     """Resolve the core and tier and build (or find in the cache) the harness that runs them."""
     core, isa = resolve_core(isa, cpu)
+    return build_target(core, isa, kernels_dir)
+
+
+def build_target(
+    core: Core,
+    isa: str,
+    kernels_dir: Path | None = None,
+    *,
+    kernels_c: Callable[[Core], Harness] = build_harness,
+    model: str | None = None,
+) -> Target:
+    """The target of a resolved core and tier: kernels_c's harness (built by ``kernels_c``) or the
+    library's. ``core`` may carry another ``-mcpu`` than its board's own and ``model`` name that
+    core model (refsim.qemu.timing_cli.model_target)."""
     if kernels_dir is None:
         variant = "default" if isa == core.tier else isa
-        return Target(core, isa, variant, build_harness(core))
+        return Target(core, isa, variant, kernels_c(core), model=model)
     if isa != core.tier:
         raise QemuError(
             f"--kernels-dir runs the library's public functions, which pick the core's own tier: "
-            f"--isa must be {core.tier} on {core.name}, got {isa}"
+            f"--isa must be {core.tier} on {model or core.name}, got {isa}"
         )
     harness, available = build_library_harness(core, kernels_dir)
-    return Target(core, isa, "default", harness, kernels_dir, available)
+    return Target(core, isa, "default", harness, kernels_dir, available, model)
 
 
 def kernel_functions(names: list[str] | None = None) -> list[str]:
@@ -387,7 +419,7 @@ def save_reproducer(report: Report, failure: Failure, directory: Path) -> Path:
     target = report.target
     params = dict(
         failure.case.params,
-        failed_on=target.core.name,
+        failed_on=target.cpu,
         failed_isa=target.isa,
         failed_variant=target.variant,
         failed_library=target.library_name,
@@ -436,7 +468,7 @@ def counts_document(report: Report) -> dict[str, Any]:
     return {
         "format": COUNTS_FORMAT,
         "version": COUNTS_VERSION,
-        "core": target.core.name,
+        "core": target.cpu,
         "isa": target.isa,
         "variant": target.variant,
         "library": target.library_name,
@@ -457,6 +489,7 @@ __all__ = [
     "Report",
     "Target",
     "build_library_harness",
+    "build_target",
     "compare_result",
     "counts_document",
     "failure_kind",

@@ -11,7 +11,6 @@ timed (refsim/qemu/timing.py) in batches, one QEMU start each, and written as
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,34 +20,40 @@ from isa_models.cortex_m.cores import CORE_MODELS, get_core_model
 from refsim.conformance import vectors as vec
 from refsim.qemu import batch
 from refsim.qemu.build import Harness
-from refsim.qemu.conformance import Target, build_library_harness, to_batch_case
+from refsim.qemu.conformance import (
+    Target,
+    build_library_harness,
+    build_target,
+    resolve_core,
+    resolve_target,
+    to_batch_case,
+)
+from refsim.qemu.cores import CORES
 from refsim.qemu.mca import llvm_version
 from refsim.qemu.timing import CaseTiming, TimingError, default_system, harness_for, qemu_core_for, time_cases
 
 CYCLES_FORMAT = "refsim-instruction-cycles"
 
 
-def qemu_cpu_for(cpu: str | None) -> str | None:
-    """The ``--cpu`` the QEMU run resolves: a core model QEMU cannot run (cortex-m0plus,
-    cortex-m85) runs on its code path's core; other names pass through."""
-    if cpu in CORE_MODELS:
-        return CORE_MODELS[cpu].qemu_core
-    return cpu
-
-
-def timed_target(target: Target, cpu: str | None) -> Target:
-    """``target`` with the harness of ``cpu``'s code path, so the conformance check runs the very
-    build that is timed (cortex-m0plus: the ARMv6-M build on the M3 board)."""
-    if cpu is None or cpu not in CORE_MODELS:
-        return target
-    harness = _harness(cpu, target)
-    return target if harness is target.harness else dataclasses.replace(target, harness=harness)
+def model_target(isa: str | None, cpu: str | None, kernels_dir: Path | None = None) -> Target:
+    """:func:`~refsim.qemu.conformance.resolve_target` for any ``--cpu``, the core models QEMU has
+    no machine for included: that model's own build (:func:`~refsim.qemu.timing.qemu_core_for`:
+    its board with its ``-mcpu``; kernels_c's harness by :func:`~refsim.qemu.timing.harness_for`,
+    or the library) on its board, named by the model (:attr:`Target.model`). cortex-m0plus: the
+    ARMv6-M build on the M3 board; cortex-m85: its code path's MVE build on the M55 board."""
+    if cpu is None or cpu in CORES or cpu not in CORE_MODELS:
+        return resolve_target(isa, cpu, kernels_dir)
+    model = get_core_model(cpu)
+    _, isa = resolve_core(isa, model.qemu_core)  # the tiers of the board's core
+    return build_target(
+        qemu_core_for(model), isa, kernels_dir, kernels_c=lambda _: harness_for(model), model=model.name
+    )
 
 
 def _harness(model_name: str, target: Target) -> Harness:
     model = get_core_model(model_name)
     qcore = qemu_core_for(model)
-    if qcore == target.core:
+    if qcore == target.core:  # a target of model_target, or a core QEMU runs
         return target.harness
     if target.library is not None:  # cortex-m0plus: ARMv6-M library and harness, the M3 board's startup
         return build_library_harness(qcore, target.library)[0]
@@ -105,4 +110,4 @@ def write_cycles(path: Path, labelled: Sequence[tuple[str, CaseTiming]], header:
     path.write_text(json.dumps(document, indent=1) + "\n")
 
 
-__all__ = ["CYCLES_FORMAT", "count_cycles", "qemu_cpu_for", "timed_target", "write_cycles"]
+__all__ = ["CYCLES_FORMAT", "count_cycles", "model_target", "write_cycles"]

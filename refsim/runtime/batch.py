@@ -15,6 +15,10 @@ in which samples run, or which worker runs them, cannot reach a bit: sample ``i`
 what ``method.execute(sample_i)`` returns, by construction rather than by test (the tests check
 it anyway, tests/runtime/test_batch.py).
 
+**The integer GEMM.** While a batch runs, the GEMMs of convolutions and fully connected layers use
+ONNX Runtime's exact integer product when the ``fast`` extra is installed (refsim.runtime.igemm,
+kernels_py.gemm's docstring: the same integer sums as the float32 product, so the same bits).
+
 **Both cores.** The golden kernels are numba functions compiled with ``nogil`` and the GEMMs are
 BLAS calls, both of which release the GIL, so workers are threads; only the Python dispatch
 between kernels is serialised. ``workers`` defaults to the number of CPUs this process may use.
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from refsim.runtime.igemm import batch_product
 from refsim.runtime.stack import StackedMethod, StackError, stack_refusal
 from refsim.runtime.tensor import TensorRef
 
@@ -139,6 +144,11 @@ def execute_batch(
     ``stacked``: run S samples per kernel call when the method allows it (refsim.runtime.stack);
     otherwise, or with False, every sample on its own through a clone."""
     arrays, count = batch_inputs(method, inputs)
+    with batch_product():
+        return _execute(method, arrays, count, workers, progress, stacked)
+
+
+def _execute(method, arrays, count, workers, progress, stacked) -> list[Any]:
     want = workers or default_workers()
     stacks = None
     if stacked and count > 1:

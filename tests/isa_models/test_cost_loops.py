@@ -146,9 +146,48 @@ def test_cmsis_nn_mve_vector_sum_takes_rows_five_at_a_time():
     vs = fully_connected.FORMULAS["arm_vector_sum_s8"]
     p = {"vector_rows": 8, "vector_cols": 128}
     f = vs.features(p, "mve")
-    assert f["blocks"] == 8 * 8 and f["tail_blocks"] == 3 * 8  # one group of five, three single rows
+    # one pass of five rows (8 trips of 16 columns), then three single rows in their own loop
+    assert (f["five_passes"], f["five_blocks"], f["five_loop"]) == (1, 8, 1)
+    assert (f["tail_rows"], f["tail_blocks"], f["tail_loop"]) == (3, 3 * 8, 1)
+    assert "blocks" not in f and f["null_bias"] == 0
+    assert vs.features({**p, "vector_rows": 10, "bias_is_null": 1}, "mve")["tail_loop"] == 0
+    assert vs.features({**p, "bias_is_null": 1}, "mve")["null_bias"] == 1  # a memset, not a memcpy
+    tflm = vs.features_for("cmsis-nn-tflm")(p, "mve")  # the features its -O2 file was fitted with
+    assert tflm["blocks"] == 8 * 8 and tflm["tail_blocks"] == 3 * 8 and "five_passes" not in tflm
     assert "tail_blocks" not in vs.features_for("kernels_c")(p, "mve")
     assert "tail_blocks" not in vs.features(p, "dsp")
+
+
+def test_cmsis_nn_mve_convolve_blocks_columns_per_image_and_group():
+    """arm_convolve_s8 on MVE restarts its 4-column sets in each group of each image."""
+    from isa_models.cortex_m import conv
+
+    cs = conv.FORMULAS["arm_convolve_s8"]
+    # 2 images x 3 groups of 2x1 output pixels, 2 output channels a group, K = 3
+    p = {"input_dims.n": 2, "input_dims.h": 5, "input_dims.w": 1, "input_dims.c": 3,
+         "filter_dims.n": 6, "filter_dims.h": 3, "filter_dims.w": 1, "filter_dims.c": 1,
+         "output_dims.n": 2, "output_dims.h": 2, "output_dims.w": 1, "output_dims.c": 6,
+         "stride.h": 3, "stride.w": 2, "padding.h": 1, "padding.w": 0, "dilation.h": 2, "dilation.w": 2}  # fmt: skip
+    f = cs.features(p, "mve")
+    assert f["passes"] == 0 and f["blocks"] == 0  # no image has 4 columns
+    assert f["mat_calls"] == 2 * 3 and f["odd_passes"] == 2 * 3 * 2 * 2  # 2 leftover columns x 2 channels
+    assert f["odd_requant"] == 0 and f["odd_tail_requant"] == 2 * 3 * 2 * 2  # C mod 4 = 2, one by one
+    tflm = cs.features_for("cmsis-nn-tflm")(p, "mve")  # blocked over all N*OH*OW columns
+    assert tflm["passes"] == 3 * 2 and "mat_calls" not in tflm
+
+
+def test_cmsis_nn_mve_depthwise_to_conv_transposes_the_filter():
+    from isa_models.cortex_m import depthwise
+
+    to_conv = depthwise.FORMULAS[depthwise.TO_CONV]
+    p = {"ch_mult": 6, "input_dims.n": 1, "input_dims.h": 4, "input_dims.w": 4, "input_dims.c": 1,
+         "filter_dims.n": 1, "filter_dims.h": 2, "filter_dims.w": 3, "filter_dims.c": 6,
+         "output_dims.n": 1, "output_dims.h": 3, "output_dims.w": 2, "output_dims.c": 6,
+         "stride.h": 1, "stride.w": 1, "padding.h": 0, "padding.w": 0, "dilation.h": 1, "dilation.w": 1}  # fmt: skip
+    f = to_conv.features(p, "mve")
+    assert (f["filter_rows"], f["filter_elements"]) == (2 * 3, 2 * 3 * 6)  # [1,2,3,6] -> [6,2,3,1]
+    assert f["mat_calls"] == 2  # then arm_convolve_s8 over 6 columns: one set of 4, one of 2
+    assert "filter_rows" not in to_conv.features_for("cmsis-nn-tflm")(p, "mve")
 
 
 def test_kernels_c_mve_softmax_counts_exponential_vectors():
@@ -170,3 +209,22 @@ def test_kernels_c_mve_pooling_counts_output_rows_and_the_two_pass_kinds():
     assert avg["passes"] == 24 and avg["pass_taps"] == 72 and avg["tail_taps"] == 72
     mx = pooling.FORMULAS["arm_max_pool_s8"].features_for("kernels_c")(p, "mve")  # 16 lanes: tail only
     assert mx["full_pixels"] == 0 and mx["tail_passes"] == 12 and mx["passes"] == 12
+
+
+def test_mve_only_sweep_shapes_reach_the_mve_files_only():
+    """cmsis_nn_tier_sweep("mve") shapes (a one-channel depthwise is a convolution on MVE only) are
+    measured for CMSIS-NN's MVE files, never for its scalar/DSP files or the other libraries."""
+    from isa_models.cortex_m import formulas
+    from isa_models.cortex_m.depthwise.sweep import cmsis_nn_tier_sweep
+
+    extra = cmsis_nn_tier_sweep("mve")
+    mve = formulas.sweep("depthwise", "cmsis-nn", "mve")
+    assert mve[-len(extra) :] == extra
+    for library, tier in (
+        ("cmsis-nn", "dsp"),
+        ("cmsis-nn", None),
+        ("kernels_c", "mve"),
+        ("cmsis-nn-tflm", "mve"),
+    ):
+        assert not any(s in formulas.sweep("depthwise", library, tier) for s in extra)
+    assert {formulas.route(f, s, "mve") for f, s in extra} == {"arm_depthwise_conv_wrapper_s8/to_conv"}

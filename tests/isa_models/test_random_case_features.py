@@ -194,6 +194,34 @@ MEASURED = [
      "input_dims.h": 1, "input_dims.w": 1, "input_dims.c": 7, "filter_dims.n": 7, "filter_dims.h": 1, "filter_dims.w": 1,
      "filter_dims.c": 1, "output_dims.n": 2, "output_dims.h": 1, "output_dims.w": 1, "output_dims.c": 1}, 560,
      "arm_fully_connected_s8/0_00098"),  # was +39%
+    ("cortex-m33", "arm_convolve_1_x_n_s8", {"stride.h": 2, "stride.w": 2, "padding.h": 0, "padding.w": 0,
+     "dilation.h": 1, "dilation.w": 1, "input_dims.n": 1, "input_dims.h": 1, "input_dims.w": 1, "input_dims.c": 4,
+     "filter_dims.n": 2, "filter_dims.h": 1, "filter_dims.w": 2, "filter_dims.c": 4, "output_dims.n": 1,
+     "output_dims.h": 1, "output_dims.w": 1, "output_dims.c": 2}, 942, "arm_convolve_1_x_n_s8/0_00098"),  # was +30%
+    ("cortex-m4", "arm_batch_matmul_s8", {"fc_params.input_offset": -127, "fc_params.filter_offset": -66,
+     "input_lhs_dims.n": 1, "input_lhs_dims.h": 3, "input_lhs_dims.w": 5, "input_lhs_dims.c": 31,
+     "input_rhs_dims.n": 1, "input_rhs_dims.h": 3, "input_rhs_dims.w": 1, "input_rhs_dims.c": 31, "output_dims.n": 1,
+     "output_dims.h": 3, "output_dims.w": 5, "output_dims.c": 1}, 4855, "arm_batch_matmul_s8/0_00099"),  # was +35%
+    ("cortex-m4", "arm_transpose_conv_wrapper_s8", {"padding_offsets.h": 1, "padding_offsets.w": 2, "stride.h": 1,
+     "stride.w": 1, "padding.h": 0, "padding.w": 1, "dilation.h": 1, "dilation.w": 1, "input_dims.n": 1,
+     "input_dims.h": 2, "input_dims.w": 3, "input_dims.c": 21, "filter_dims.n": 8, "filter_dims.h": 2,
+     "filter_dims.w": 4, "filter_dims.c": 21, "output_dims.n": 1, "output_dims.h": 2, "output_dims.w": 3,
+     "output_dims.c": 8, "bias_is_null": 1}, 32759, "arm_transpose_conv_wrapper_s8/0_00075"),  # was +27%
+    ("cortex-m7", "arm_convolve_1x1_s8_fast", {"stride.h": 1, "stride.w": 1, "padding.h": 0, "padding.w": 0,
+     "dilation.h": 1, "dilation.w": 1, "input_dims.n": 2, "input_dims.h": 1, "input_dims.w": 3, "input_dims.c": 17,
+     "filter_dims.n": 2, "filter_dims.h": 1, "filter_dims.w": 1, "filter_dims.c": 17, "output_dims.n": 2,
+     "output_dims.h": 1, "output_dims.w": 3, "output_dims.c": 2, "bias_is_null": 1}, 870,
+     "arm_convolve_1x1_s8_fast/0_00099"),  # was +28%
+    ("cortex-m0plus", "arm_depthwise_conv_s8", {"ch_mult": 8, "stride.h": 1, "stride.w": 3, "padding.h": 1,
+     "padding.w": 1, "dilation.h": 3, "dilation.w": 3, "input_dims.n": 1, "input_dims.h": 1, "input_dims.w": 4,
+     "input_dims.c": 5, "filter_dims.n": 1, "filter_dims.h": 2, "filter_dims.w": 2, "filter_dims.c": 40,
+     "output_dims.n": 1, "output_dims.h": 1, "output_dims.w": 2, "output_dims.c": 40, "bias_is_null": 1}, 22542,
+     "arm_depthwise_conv_s8/0_00075"),  # was +44%
+    ("cortex-m0plus", "arm_transpose_conv_wrapper_s8", {"padding_offsets.h": 2, "padding_offsets.w": 2,
+     "stride.h": 1, "stride.w": 2, "padding.h": 1, "padding.w": 1, "dilation.h": 1, "dilation.w": 1,
+     "input_dims.n": 2, "input_dims.h": 1, "input_dims.w": 2, "input_dims.c": 10, "filter_dims.n": 2,
+     "filter_dims.h": 4, "filter_dims.w": 5, "filter_dims.c": 10, "output_dims.n": 2, "output_dims.h": 1,
+     "output_dims.w": 4, "output_dims.c": 2}, 18617, "arm_transpose_conv_wrapper_s8/0_00002"),  # was -17%
 ]  # fmt: skip
 
 
@@ -295,7 +323,7 @@ def test_batch_matmul_with_a_filter_offset_runs_the_other_vec_mat_loops():
 
     formula = fully_connected.FORMULAS["arm_batch_matmul_s8"]
     p = bmm_params(1, 2, 3, 5, 18)
-    for tier in ("scalar", "dsp", "mve"):
+    for tier in ("scalar", "mve"):  # DSP: test_dsp_batch_matmul_counts_each_passs_loop_entries
         plain = formula.features(p, tier)
         offset = formula.features({**p, "fc_params.filter_offset": -97}, tier)
         assert plain["group_rows"] > 0 and plain["off_group_rows"] == 0
@@ -308,6 +336,100 @@ def test_batch_matmul_with_a_filter_offset_runs_the_other_vec_mat_loops():
     offsets = {s.get("fc_params.filter_offset", 0) for fn, s in sweep("fully_connected", "cmsis-nn")
                if fn == "arm_batch_matmul_s8"}  # fmt: skip
     assert len(offsets - {0}) >= 8
+
+
+def test_dsp_batch_matmul_counts_each_passs_loop_entries():
+    """arm_nn_vec_mat_mult_t_s8 on DSP (CMSIS-NN's source; -Ofast unrolls its loops): the pair
+    loop's set-up only when C >= 2, per pass the K/4 loop's entry only when K >= 4 and the tail
+    loop's only when K mod 4 != 0; a filter offset moves the K/4 blocks to the other nest's
+    loop and leaves the pass, tail and entries where they were."""
+    from isa_models.cortex_m import fully_connected
+    from isa_models.cortex_m.fully_connected import bmm_params
+
+    formula = fully_connected.FORMULAS["arm_batch_matmul_s8"]
+    one_row = formula.features(bmm_params(1, 3, 5, 1, 31), "dsp")  # 15 LHS rows, one weight row, K 31
+    assert one_row["pair_loops"] == 0 and one_row["group_rows"] == 0
+    assert (one_row["odd_rows"], one_row["odd_block_rows"], one_row["odd_blocks"]) == (15, 15, 15 * 7)
+    assert (one_row["odd_tail_rows"], one_row["odd_tail"]) == (15, 15 * 3)
+    short = formula.features(bmm_params(1, 1, 4, 5, 3), "dsp")  # K 3: no K/4 loop
+    assert short["pair_loops"] == 4 and short["group_rows"] == 8 and short["group_block_rows"] == 0
+    assert short["group_tail_rows"] == 8 and short["group_tail"] == 24 and short["odd_tail"] == 12
+    plain = formula.features(bmm_params(1, 2, 3, 5, 18), "dsp")
+    offset = formula.features({**bmm_params(1, 2, 3, 5, 18), "fc_params.filter_offset": -97}, "dsp")
+    assert offset["off_group_blocks"] == plain["group_blocks"] > 0 and offset["group_blocks"] == 0
+    assert offset["off_odd_blocks"] == plain["odd_blocks"] > 0
+    shared = ("pair_loops", "group_rows", "odd_rows", "group_tail_rows", "group_tail", "odd_tail")
+    assert all(offset[k] == plain[k] for k in shared)
+    # the DSP shapes are measured on the DSP files only (the other tiers keep their sweep)
+    dsp = [s for fn, s in sweep("fully_connected", "cmsis-nn", "dsp") if fn == "arm_batch_matmul_s8"]
+    scalar = [s for fn, s in sweep("fully_connected", "cmsis-nn", "scalar") if fn == "arm_batch_matmul_s8"]
+    assert (
+        len(dsp)
+        > len(scalar)
+        == len([s for fn, s in sweep("fully_connected", "cmsis-nn") if fn == "arm_batch_matmul_s8"])
+    )
+    assert any(s["output_dims.c"] == 1 and s["input_lhs_dims.c"] % 4 for s in dsp)
+    assert any(s["output_dims.c"] > 2 and s["input_lhs_dims.c"] < 4 for s in dsp)
+
+
+def test_fast_1x1_counts_the_dsp_k_loop_entries_and_the_odd_channel_passes():
+    from isa_models.cortex_m.conv.sweep import _shape
+
+    formula = conv.FORMULAS["arm_convolve_1x1_s8_fast"]
+    p = _shape((2, 1, 3, 21), (5, 1, 1))  # 6 pixels (3 pairs), 5 channels (2 pairs + 1), K 21 = 16 + 4 + 1
+    f = formula.features(p, "dsp")
+    assert (f["k4_passes"], f["tail_passes"], f["odd_chan_passes"]) == (6, 6, 6)
+    f = formula.features(_shape((1, 1, 4, 16), (4, 1, 1)), "dsp")  # K 16: neither entry
+    assert (f["k4_passes"], f["tail_passes"], f["odd_chan_passes"]) == (0, 0, 0)
+    assert "k4_passes" not in formula.features(p, "scalar")
+    assert "k4_passes" not in formula.features_for("cmsis-nn-tflm")(p, "dsp")
+
+
+def test_reverse_conv_counts_the_filter_reversals_misaligned_copies():
+    from isa_models.cortex_m.conv.sweep import _transpose_shape
+
+    formula = conv.FORMULAS["arm_transpose_conv_wrapper_s8/reverse_conv"]
+    aligned = formula.features(_transpose_shape((1, 3, 3, 24), (4, 2, 2), (2, 2)), "dsp")
+    odd = formula.features(_transpose_shape((1, 3, 3, 21), (4, 2, 2), (2, 2)), "dsp")
+    assert aligned["rev_copy_calls"] == odd["rev_copy_calls"] == 16
+    assert "rev_copy_small" not in aligned and odd["rev_copy_small"] > 0  # misaligned heads
+    # TFLM's file keeps the aligned count it was fitted with; MVE's copies are alignment-blind
+    tflm = formula.features_for("cmsis-nn-tflm")(_transpose_shape((1, 3, 3, 21), (4, 2, 2), (2, 2)), "dsp")
+    assert "rev_copy_small" not in tflm
+
+
+def test_m0plus_depthwise_prices_each_software_division_by_its_branch():
+    from isa_models.cortex_m.depthwise import FORMULAS, _v6m_divisions
+
+    # input 4 wide, stride 3, pad 1, dilation 3: bases -1 and 2; dividends (2-(-1), 4+1+2) = (3, 7)
+    # and (0, 4): quotients 1 (short), 2 (4 steps), 0 (short), 1 (short)
+    assert _v6m_divisions(4, 2, 3, 1, 3) == {
+        "div_short": 3,
+        "div_steps4": 1,
+        "div_negative": 0,
+        "div_long": 0,
+    }
+    # base 5 past d - 1: a negative dividend; a 40-wide input: quotients from 16
+    assert _v6m_divisions(8, 1, 1, -5, 2)["div_negative"] == 1
+    assert _v6m_divisions(40, 1, 1, 0, 2)["div_long"] == 1
+    formula = FORMULAS["arm_depthwise_conv_s8"]
+    p = {"ch_mult": 8, "stride.h": 1, "stride.w": 3, "padding.h": 1, "padding.w": 1, "dilation.h": 3,
+         "dilation.w": 3, "input_dims.n": 1, "input_dims.h": 1, "input_dims.w": 4, "input_dims.c": 5,
+         "filter_dims.n": 1, "filter_dims.h": 2, "filter_dims.w": 2, "filter_dims.c": 40, "output_dims.n": 1,
+         "output_dims.h": 1, "output_dims.w": 2, "output_dims.c": 40}  # fmt: skip
+    v6m = formula.features_for(None, "cortex-m0plus")(p, "scalar")
+    assert v6m["div_steps4"] == 40 and v6m["div_w"] == v6m["div_h"] == 80  # per output channel
+    assert "div_steps4" not in formula.features_for(None, "cortex-m3")(p, "scalar")  # SDIV
+
+
+def test_m0plus_transpose_conv_copies_its_bias_with_the_armv6m_memcpy():
+    from isa_models.cortex_m.conv.sweep import _transpose_shape
+
+    formula = conv.FORMULAS["arm_transpose_conv_s8"]
+    p = _transpose_shape((1, 2, 3, 4), (2, 3, 3), (2, 2))  # two output channels: 8-byte bias copies
+    v6m = formula.features_for(None, "cortex-m0plus")(p, "scalar")
+    assert v6m["copy_bytes"] == 8 * v6m["copy_calls"] > 0  # under 16 bytes: newlib's byte loop
+    assert "copy_bytes" not in formula.features_for(None, "cortex-m3")(p, "scalar")
 
 
 def test_strided_1x1_prices_the_odd_channel_on_every_column():

@@ -90,6 +90,28 @@ def test_reference_equals_fast_path(case):
     np.testing.assert_array_equal(dw.depthwise_conv_s8_reference(*case), dw.depthwise_conv_s8(*case))
 
 
+@given(dw_cases(ch_mult_1=True), st.integers(1, 12), st.booleans())
+def test_row_kernel_equals_the_reference(case, wide, extreme):
+    """The whole-row kernel the runtime prepares for ch_mult 1 and horizontal stride 1 (refsim.ops:
+    out_w >= ROWS_MIN_WIDTH), on every other drawn parameter, wider rows, and the largest products."""
+    x, w, bias, p, quant, _ = case
+    p = DwConvParams(
+        p.input_offset, p.output_offset, 1, Tile(1, p.stride.h), p.padding, p.dilation, p.activation
+    )
+    x = np.concatenate([x] * wide, axis=2)  # wider rows: out_w up to ~75
+    if extreme:
+        x[...] = 127 if p.input_offset > 0 else -128
+        w[...] = -128
+    expected = dw.depthwise_conv_s8_reference(x, w, bias, p, quant, None)
+    out_h, out_w = expected.shape[1:3]
+    taps, table = dw.depthwise_row_operands(w, bias, quant.multiplier, quant.shift, out_w)
+    got = dw._depthwise_rows_kernel(
+        x, taps, table, p.input_offset, p.output_offset, p.stride.h, p.padding.h, p.padding.w,
+        p.dilation.h, p.dilation.w, p.activation.min, p.activation.max, out_h, out_w,
+    )  # fmt: skip
+    np.testing.assert_array_equal(got, expected)
+
+
 @given(dw_cases(ch_mult_1=True, dilation=False, batch=False))
 def test_ch_mult_1_kernels_equal_the_generic_kernel(case):
     expected = dw.depthwise_conv_s8_reference(*case)

@@ -2,12 +2,18 @@
 
 The branch-free requantization against ``fixedpoint.requantize`` over the whole int32 range, every
 shift and multipliers to both ends; the GEMM convolution against the old int32-loop kernel and
-the readable reference, including depths past K_CHUNK (the split) and sums that wrap int32.
+the readable reference, including depths past K_CHUNK (the split) and sums that wrap int32. The
+GEMM tests run on each product kernels_py.gemm can use: float32, and the integer product of
+refsim.runtime.igemm with the weights as int8 (where MLAS cannot saturate) and as uint8.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,6 +24,30 @@ from kernels_py.types import Activation, ConvParams, PerChannelQuantParams, Tile
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 EDGES = [-(2**31), -(2**31) + 1, -(2**30), -1, 0, 1, 2**30, 2**31 - 2, 2**31 - 1]
+
+
+PRODUCTS = ["float32", "integer, int8 weights", "integer, uint8 weights"]
+
+
+@functools.cache
+def _integer_matmul(signed: bool):
+    igemm = pytest.importorskip("refsim.runtime.igemm")
+    pytest.importorskip("onnxruntime", reason="the integer product needs the `fast` extra (onnxruntime)")
+    if signed and not igemm.signed_weights_exact():
+        pytest.skip("MLAS's uint8 x int8 GEMM may saturate on this CPU (x86 without VNNI): not used here")
+    return igemm.IntegerMatmul(signed_weights=signed)
+
+
+@contextlib.contextmanager
+def product(name: str):
+    """kernels_py.gemm on the product ``name`` (one of `PRODUCTS`), restored afterwards."""
+    matmul = None if name == "float32" else _integer_matmul(name.endswith("int8 weights"))
+    previous = gemm._integer_matmul
+    gemm.set_integer_matmul(matmul)
+    try:
+        yield
+    finally:
+        gemm.set_integer_matmul(previous)
 
 
 def rows_of(acc: np.ndarray, bias, mult, shift, offset: int, lo: int, hi: int) -> np.ndarray:
@@ -73,7 +103,7 @@ def test_branch_free_requantize_sweep():
 
 @st.composite
 def conv_cases(draw):
-    c_in = draw(st.sampled_from([1, 3, 8, 64, 70, 600]))  # 600 > K_CHUNK even for 1x1
+    c_in = draw(st.sampled_from([1, 3, 6, 8, 12, 64, 70, 600]))  # 600 > K_CHUNK even for 1x1; 6, 12: word copies
     k = draw(st.sampled_from([1, 2, 3]))
     h, w = draw(st.integers(k, 7)), draw(st.integers(k, 7))
     c_out = draw(st.integers(1, 9))
@@ -84,8 +114,9 @@ def conv_cases(draw):
     return c_in, k, h, w, c_out, seed, stride, pad, dil, draw(st.integers(-127, 128)), draw(st.booleans())
 
 
+@pytest.mark.parametrize("name", PRODUCTS)
 @given(conv_cases())
-def test_gemm_conv_equals_integer_kernel(case):
+def test_gemm_conv_equals_integer_kernel(name, case):
     c_in, k, h, w, c_out, seed, stride, pad, dil, input_offset, saturate = case
     rng = np.random.default_rng(seed)
     x = rng.integers(-128, 128, (2, h, w, c_in), dtype=np.int8)
@@ -107,15 +138,17 @@ def test_gemm_conv_equals_integer_kernel(case):
         x, weight.reshape(c_out, -1).astype(np.int16), bias, quant.multiplier, quant.shift,
         input_offset, 3, stride, stride, pad, pad, dil, dil, -128, 127, k, k, out_h, out_w,
     )  # fmt: skip
-    new = gemm.convolve_gemm(
-        x, gemm.conv_filter_matrix(weight), gemm.requantize_table(bias, quant.multiplier, quant.shift),
-        input_offset, 3, stride, stride, pad, pad, dil, dil, -128, 127, k, k, out_h, out_w,
-    )  # fmt: skip
+    with product(name):
+        new = gemm.convolve_gemm(
+            x, gemm.conv_filter_matrix(weight), gemm.requantize_table(bias, quant.multiplier, quant.shift),
+            input_offset, 3, stride, stride, pad, pad, dil, dil, -128, 127, k, k, out_h, out_w,
+        )  # fmt: skip
     np.testing.assert_array_equal(new, old)
     if c_in * k * k <= 200:  # the readable reference is slow
         np.testing.assert_array_equal(new, kconv.convolve_s8_reference(x, weight, bias, p, quant))
 
 
+@pytest.mark.parametrize("name", PRODUCTS)
 @given(
     rows=st.integers(1, 70),
     depth=st.sampled_from([1, 7, 64, 513, 1100]),
@@ -124,7 +157,9 @@ def test_gemm_conv_equals_integer_kernel(case):
     kernel_sum=st.booleans(),
     seed=st.integers(0, 2**31),
 )
-def test_gemm_fully_connected_equals_integer_kernel(rows, depth, channels, input_offset, kernel_sum, seed):
+def test_gemm_fully_connected_equals_integer_kernel(
+    name, rows, depth, channels, input_offset, kernel_sum, seed
+):
     from kernels_py import fully_connected as kfc
 
     rng = np.random.default_rng(seed)
@@ -135,14 +170,13 @@ def test_gemm_fully_connected_equals_integer_kernel(rows, depth, channels, input
     base = rng.integers(-(2**31), 2**31, channels).astype(np.int32)
     mult = np.full(channels, int(rng.integers(2**30, 2**31 - 1)), np.int32)
     shift = np.full(channels, int(rng.integers(-20, 3)), np.int32)
+    table = gemm.requantize_table(base, mult, shift)
     if kernel_sum:
         old = kfc._kernel_sum_fc_kernel(x, w, base, 0, 5, mult, shift, -128, 127)
-        new = gemm.fully_connected_gemm(
-            x, gemm.conv_filter_matrix(w), gemm.requantize_table(base, mult, shift), 0, 5, -128, 127
-        )
+        input_offset = 0
     else:
         old = kfc._fully_connected_kernel(x, w, base, input_offset, 0, 5, mult, shift, -128, 127)
-        table = gemm.requantize_table(base, mult, shift)
+    with product(name):
         new = gemm.fully_connected_gemm(x, gemm.conv_filter_matrix(w), table, input_offset, 5, -128, 127)
     np.testing.assert_array_equal(new, old)
 
@@ -191,3 +225,24 @@ def test_one_channel_depthwise_is_the_transposed_gemm_conv(k, mult, stride, inpu
         input_offset, -2, stride, stride, pad_h, pad_w, 1, 1, -128, 127, kh, kw, out_h, out_w,
     )  # fmt: skip
     np.testing.assert_array_equal(new, old)
+
+
+@pytest.mark.parametrize("name", PRODUCTS[1:])
+@pytest.mark.parametrize("w_value", [-128, 127, "alternating"])
+@pytest.mark.parametrize("depth", [2, 63, 1100])
+def test_integer_product_exact_at_the_extremes(name, w_value, depth):
+    """The operands at which MLAS's uint8 x int8 path without VNNI saturates (``x + 128`` = 255 beside
+    255, weights -128 or 127) and the zero points at both ends: the exact int64 sums, every one."""
+    matmul = _integer_matmul(name.endswith("int8 weights"))
+    x = np.full((5, depth), 127, np.int8)
+    x[1, ::2] = -128  # 0 beside 255
+    x[2] = np.arange(depth) % 256 - 128
+    w = np.full((depth, 3), -128 if w_value == "alternating" else w_value, np.int8)
+    if w_value == "alternating":
+        w[1::2] = 127
+    w[:, 2] = -w[:, 1].clip(-127, 127)
+    weight_t = w.astype(np.float32)
+    for input_offset in (-127, 0, 128):
+        got = matmul(gemm._biased_u8(x), 128 - input_offset, weight_t)
+        want = (x.astype(np.int64) + input_offset) @ w.astype(np.int64)
+        np.testing.assert_array_equal(got.astype(np.int64), want)

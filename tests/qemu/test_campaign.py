@@ -101,17 +101,6 @@ def test_local_engines_report_what_the_serial_path_does(workers, campaign_cases,
     assert report.emulator_starts >= 4  # one per batch per task
 
 
-@pytest.fixture(scope="module")
-def ray_instance():
-    """A local Ray instance of 2 CPUs, started here and shut down after the module's Ray test."""
-    ray = pytest.importorskip(
-        "ray", reason="Ray is the optional `cluster` extra (pip install 'refsim[cluster]')"
-    )
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 def test_ray_reports_what_the_serial_path_does(ray_instance, campaign_cases, serial):
     from refsim.engine import RayEngine
 

@@ -1,5 +1,6 @@
-"""The real CMSIS-NN under ``--kernels-dir``: built by its own CMake project on all five cores and
-run against the golden model. Runs when ``CMSIS_NN_DIR`` names a CMSIS-NN checkout (for example
+"""The real CMSIS-NN under ``--kernels-dir``: built by its own CMake project for all seven core
+models (cortex-m0plus's ARMv6-M build on the M3 board, cortex-m85's on the M55 board) and run
+against the golden model. Runs when ``CMSIS_NN_DIR`` names a CMSIS-NN checkout (for example
 ``CMSIS_NN_DIR=~/src/CMSIS-NN``); CI without one keeps the kernels_c stand-in
 (test_conformance_cli.py) and skips this module.
 
@@ -14,6 +15,7 @@ Seed: REFSIM_CMSIS_NN_SEED (default 0); cases per function: REFSIM_CMSIS_NN_CASE
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,12 +24,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from isa_models.cortex_m.cores import CORE_MODELS
+from kernels_py.conv import select_convolve_kernel
 from kernels_py.conv_transpose import transpose_conv_s8_get_buffer_size
 from kernels_py.elementwise import cmsis_minmax_broadcast_is_exact
-from kernels_py.types import Activation, Dims, Tile, TransposeConvParams
+from kernels_py.types import Activation, ConvParams, Dims, Tile, TransposeConvParams
 from refsim.conformance import vectors as vec
-from refsim.qemu import CORES
 from refsim.qemu import conformance as qc
+from refsim.qemu.timing_cli import model_target
 
 CMSIS_NN_DIR = os.environ.get("CMSIS_NN_DIR")
 SEED = int(os.environ.get("REFSIM_CMSIS_NN_SEED", "0"))
@@ -39,6 +43,13 @@ pytestmark = pytest.mark.skipif(
 
 Params = Mapping[str, Any]
 CONVOLVE = ("arm_convolve_s8", "arm_convolve_wrapper_s8")
+
+#: The core models whose CMSIS-NN build takes the ARM_MATH_MVEI paths (the M85 runs the M55's code).
+MVE_CORES = tuple(name for name, model in CORE_MODELS.items() if model.tier == "mve")
+
+
+def _mve(core: str) -> bool:
+    return core in MVE_CORES
 
 
 def _grouped_null_bias(core: str, function: str, params: Params) -> bool:
@@ -62,7 +73,7 @@ def _mve_depthwise_opt_null_bias(core: str, function: str, params: Params) -> bo
     )
     pixels = params.get("output_dims.h", 0) * params.get("output_dims.w", 0)
     return (
-        core == "cortex-m55"
+        _mve(core)
         and routed
         and bool(params.get("bias_is_null"))
         and params.get("input_dims.c", 0) > CH_IN_BLOCK_MVE
@@ -70,11 +81,27 @@ def _mve_depthwise_opt_null_bias(core: str, function: str, params: Params) -> bo
     )
 
 
+def _routed_1xn(function: str, params: Params) -> bool:
+    """The case runs arm_convolve_1_x_n_s8 (directly, or the wrapper's 1xN route)."""
+    return function == "arm_convolve_1_x_n_s8" or params.get("category") == "arm_convolve_1_x_n_s8"
+
+
+def _mve_1xn_padding_refused(core: str, function: str, params: Params) -> bool:
+    """arm_convolve_1_x_n_s8's MVE path returns ARM_CMSIS_NN_FAILURE unless padding.w splits the
+    total padding as TFLM's SAME does (``pad_x * 2 + total_pad % 2 == total_pad``, C's ``%``); the
+    wrapper routes every 1xN shape to it (arm_nn_is_convolve_1_x_n looks at no padding)."""
+    if not _mve(core) or not _routed_1xn(function, params):
+        return False
+    total_pad = (
+        (params["output_dims.w"] - 1) * params["stride.w"] + params["filter_dims.w"] - params["input_dims.w"]
+    )
+    return 2 * params["padding.w"] + int(math.fmod(total_pad, 2)) != total_pad
+
+
 def _mve_1xn_right_edge(core: str, function: str, params: Params) -> bool:
     """arm_convolve_1_x_n_s8's MVE path fills the last window with kernel_x - 1 input columns and
     padding: wrong unless that window overhangs the input by exactly one column (or no window does)."""
-    routed = function == "arm_convolve_1_x_n_s8" or params.get("category") == "arm_convolve_1_x_n_s8"
-    if core != "cortex-m55" or not routed:
+    if not _mve(core) or not _routed_1xn(function, params):
         return False
     total_pad = (
         (params["output_dims.w"] - 1) * params["stride.w"] + params["filter_dims.w"] - params["input_dims.w"]
@@ -105,7 +132,7 @@ def _mve_transpose_4d_identity(core: str, function: str, params: Params) -> bool
     swap-W-and-C path (arm_transpose_s8_nhcw), so the identity [0, 1, 2, 3] swaps W and C (a
     change only when both exceed 1)."""
     return (
-        core == "cortex-m55"
+        _mve(core)
         and function == "arm_transpose_s8"
         and params["num_dims"] == 4
         and list(params["permutations"]) == [0, 1, 2, 3]
@@ -132,7 +159,7 @@ def _transpose_conv_buffer_short(core: str, function: str, params: Params) -> bo
         activation=Activation(params["activation.min"], params["activation.max"]),
     )
     promised = transpose_conv_s8_get_buffer_size(
-        tc, d["input_dims"], d["filter_dims"], d["output_dims"], CORES[core].tier
+        tc, d["input_dims"], d["filter_dims"], d["output_dims"], CORE_MODELS[core].tier
     )
     i, f, o, s = d["input_dims"], d["filter_dims"], d["output_dims"], tc.stride
     used = ((i.w - 1) * s.w + max(f.w, s.w)) * o.c * max(f.h, s.h) * 4
@@ -158,6 +185,7 @@ def _transpose_conv_tall_padding(core: str, function: str, params: Params) -> bo
 #: Defect classes of CMSIS-NN (docs/numerics.md), each with the predicate that recognises a case.
 KNOWN_DEFECTS: dict[str, Callable[[str, str, Params], bool]] = {
     "grouped conv with NULL bias reads bias from address 4k": _grouped_null_bias,
+    "MVE 1xN conv refuses padding not split as SAME (ARM_CMSIS_NN_FAILURE)": _mve_1xn_padding_refused,
     "MVE 1xN conv right edge": _mve_1xn_right_edge,
     "MVE depthwise opt with NULL bias reads bias from address 4*124*k": _mve_depthwise_opt_null_bias,
     "maximum/minimum broadcast row walk": _minmax_row_walk,
@@ -190,11 +218,11 @@ def cases() -> list[vec.Case]:
     return qc.generate_cases(qc.kernel_functions(), CASES, SEED)
 
 
-@pytest.mark.parametrize("core", list(CORES))
+@pytest.mark.parametrize("core", list(CORE_MODELS))
 def test_cmsis_nn_matches_the_golden_model_but_for_its_known_defects(
     core: str, library: Path, cases: list[vec.Case], toolchain: None
 ) -> None:
-    target = qc.resolve_target(None, core, library)
+    target = model_target(None, core, library)
     report = qc.run_cases(target, cases)
     assert report.kernels, f"{library} on {core}: no function ran"
     # What the library lacks is skipped by name, never a build failure.
@@ -234,6 +262,9 @@ def _conv_case(
     }
     for struct, shape in shapes.items():
         params.update({f"{struct}.{k}": v for k, v in zip("nhwc", shape, strict=True)})
+    geometry = ConvParams(stride=Tile(w=stride_w, h=1), padding=Tile(w=pad_w, h=0))
+    dims = (Dims(*shapes["input_dims"]), Dims(*shapes["filter_dims"]), Dims(*shapes["output_dims"]))
+    params["category"] = select_convolve_kernel(geometry, *dims)  # the wrapper's route
     arrays = {
         "input": np.repeat(np.arange(1, in_w + 1), c_in).astype(np.int8).reshape(shapes["input_dims"]),
         "filter": np.ones(shapes["filter_dims"], np.int8),
@@ -386,24 +417,25 @@ def _depthwise_null_bias_case() -> vec.Case:
 @functools.cache
 def hand_worked() -> dict[str, tuple[vec.Case, list[int], tuple[str, ...]]]:
     """The hand-worked cases of docs/numerics.md: name -> (case, its output by hand, cores it fails on)."""
-    m55, every = ("cortex-m55",), tuple(CORES)
+    mve, every = MVE_CORES, tuple(CORE_MODELS)
     return {
         "grouped_null_bias": (_conv_case("grouped_null_bias", "arm_convolve_s8", 1, 2, 1, 1, 2, 1, 0), [1, 1], every),
-        "1xn_unused_tail": (_conv_case("1xn_unused_tail", "arm_convolve_1_x_n_s8", 3, 4, 2, 4, 1, 3, 0), [12], m55),
-        "1xn_two_right_pads": (_conv_case("1xn_two_right_pads", "arm_convolve_1_x_n_s8", 4, 4, 5, 4, 1, 3, 2), [24, 36], m55),
+        "1xn_unused_tail": (_conv_case("1xn_unused_tail", "arm_convolve_1_x_n_s8", 3, 4, 2, 4, 1, 3, 0), [12], mve),
+        "1xn_left_pad_refused": (_conv_case("1xn_left_pad_refused", "arm_convolve_wrapper_s8", 3, 2, 2, 2, 1, 2, 1), [2, 10], mve),
+        "1xn_two_right_pads": (_conv_case("1xn_two_right_pads", "arm_convolve_1_x_n_s8", 4, 4, 5, 4, 1, 3, 2), [24, 36], mve),
         "max_h_against_w": (_minmax_case("max_h_against_w", "arm_maximum_s8", (1, 3, 1, 1), (1, 1, 3, 1)), [-40, -35, -30] * 3, every),
         "min_h_against_w": (_minmax_case("min_h_against_w", "arm_minimum_s8", (1, 3, 1, 1), (1, 1, 3, 1)), [-50] * 3 + [-47] * 3 + [-44] * 3, every),
         "transpose_2d_identity": (_transpose_2d_identity(), [0, 1, 2, 3, 4, 5], every),
-        "transpose_4d_identity": (_transpose_4d_identity(), [0, 1, 2, 3, 4, 5], m55),
+        "transpose_4d_identity": (_transpose_4d_identity(), [0, 1, 2, 3, 4, 5], mve),
         "transpose_conv_wide_stride": (_transpose_conv_wide_stride(), [101, 100, 100, 102, 100, 100], every),
         "transpose_conv_tall_padding": (_transpose_conv_tall_padding_case(), [3], every),
-        "depthwise_opt_null_bias": (_depthwise_null_bias_case(), [1] * 4 * (CH_IN_BLOCK_MVE + 4), m55),
+        "depthwise_opt_null_bias": (_depthwise_null_bias_case(), [1] * 4 * (CH_IN_BLOCK_MVE + 4), mve),
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("core", list(CORES))
+@pytest.mark.parametrize("core", list(CORE_MODELS))
 def test_hand_worked_defects_reproduce(core: str, library: Path, toolchain: None) -> None:
-    target = qc.resolve_target(None, core, library)
+    target = model_target(None, core, library)
     cases = [case for case, _, _ in hand_worked().values()]
     report = qc.run_cases(target, cases)
     failed = {f.case.case_id for f in report.failures}

@@ -288,17 +288,6 @@ def test_engine_keeps_each_result_and_computes_equal_keys_once(tmp_path):
     ]
 
 
-@pytest.fixture(scope="module")
-def ray_instance():
-    """A local Ray instance of 2 CPUs, started here and shut down after the module's Ray tests."""
-    ray = pytest.importorskip(
-        "ray", reason="Ray is the optional `cluster` extra (pip install 'refsim[cluster]')"
-    )
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 def test_ray_gives_the_same_bytes(ray_instance, baseline, capsys, tmp_path):
     out, said = sweep(capsys, tmp_path, "ray", "--ray", "auto")  # this process's Ray session
     assert "computed on ray" in said and "4 computed" in said

@@ -184,6 +184,28 @@ def _cmsis_1x1_features(p: Params, tier: str) -> Features:
     return features
 
 
+def _cmsis_1x1_fast_features(p: Params, tier: str) -> Features:
+    """CMSIS-NN's arm_convolve_1x1_s8_fast: one ``arm_nn_mat_mult_nt_t_s8`` over all N·H·W
+    pixels (:func:`_conv_features`). DSP: each (column pair, channel pair) pass runs a 16-wide
+    K loop, then enters the 4-wide one when (K mod 16) >= 4 (``k4_passes``) and the K mod 4
+    tail loop when K has a tail (``tail_passes``; the odd column's entries stay in its
+    per-MAC ``odd_columns``: counting them too fitted the sweep worse), and the odd output
+    channel runs its own scalar K loop per
+    column (``odd_chan_passes`` = P·(C mod 2), its MACs ``odd_channels``). (issue 18: C_IN of
+    1-9 priced up to +28% on the M7, the 1-3 tail MACs carrying the loop's entry.)"""
+    features = _conv_features(p, tier)
+    if tier != "dsp":
+        return features
+    f, o = dims(p, "filter_dims"), dims(p, "output_dims")
+    pixels, depth = o.n * o.h * o.w, f.h * f.w * f.c
+    full_chans, odd_chans = divmod(f.n, 2)
+    pair_passes = (pixels // 2) * full_chans
+    features["k4_passes"] = float(pair_passes * ((depth % 16) // 4 != 0))
+    features["tail_passes"] = float(pair_passes * (depth % 4 != 0))
+    features["odd_chan_passes"] = float(pixels * odd_chans)
+    return features
+
+
 def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> dict[str, float]:
     """CMSIS-NN arm_convolve_s8's im2col: per output pixel and filter tap one ``arm_memcpy_s8``
     of C_IN/G bytes (tap inside the input) or one ``arm_memset_s8`` of the input offset (tap in
@@ -236,12 +258,23 @@ def _im2col_calls(p: Params, tier: str, upscale: tuple[int, int] = (1, 1)) -> di
     return {**rows, **{k: v for k, v in ops.f.items() if v or k in ("copy_calls", "set_calls")}}
 
 
-def _cmsis_conv_features(p: Params, tier: str) -> Features:
+def _cmsis_conv_features(p: Params, tier: str, *, per_image: bool = True) -> Features:
     """arm_convolve_s8 as CMSIS-NN loops: the mat-mult features above, im2col as memcpy/memset
     calls per (pixel, tap) (:func:`_im2col_calls`) and, off MVE, each column widened to int16
     (``arm_s8_to_s16_unordered_with_offset`` / ``arm_q7_to_q15_with_offset``: 4 per pass and
-    a tail): widen_blocks = P·⌊K/4⌋·G, widen_tail = P·(K mod 4)·G (scalar: widen_tail = P·K·G)."""
+    a tail): widen_blocks = P·⌊K/4⌋·G, widen_tail = P·(K mod 4)·G (scalar: widen_tail = P·K·G).
+
+    On MVE the columns are collected per (image, group): ``lhs_rows`` restarts in each group of
+    each batch, a full set of 4 columns is one ``arm_nn_mat_mult_nt_t_s8`` call and the 1-3
+    left over columns one more (``mat_calls`` = N·G·⌈OH·OW/4⌉), so the 4-column blocking and
+    the leftover columns are per image (:func:`_mve_image_mat_mult`; ``per_image`` False: the
+    blocking over all N·OH·OW columns, which TFLM's -O2 file was fitted with). A leftover
+    column requantizes ⌊C/4⌋ vectors (``odd_requant``) and the C mod 4 last channels one by one
+    with the scalar arm_nn_requantize (``odd_tail_requant``), as in :func:`_cmsis_1x1_features`.
+    The random-case tail (issue 18): batches of 1-3 columns per image, -33% priced as blocks."""
     features = _conv_features(p, tier)
+    if tier == "mve" and per_image:
+        features.update(_mve_image_mat_mult(p))
     f, o, i = dims(p, "filter_dims"), dims(p, "output_dims"), dims(p, "input_dims")
     s, pad, d = tile(p, "stride", 1), tile(p, "padding"), tile(p, "dilation", 1)
     groups = max(i.c // max(f.c, 1), 1)
@@ -253,6 +286,23 @@ def _cmsis_conv_features(p: Params, tier: str) -> Features:
     features["im2col_pad"] = float(columns * depth - copied * groups)  # column bytes in the padding
     features.update(_widen(tier, columns, depth))
     return {**features, **_im2col_calls(p, tier)}
+
+
+def _mve_image_mat_mult(p: Params) -> dict[str, float]:
+    """The MVE mat-mult features of arm_convolve_s8 per (image, group): :func:`_mat_mult` over
+    one image's OH·OW columns and C_OUT/G channels, times N·G, with the leftover columns'
+    requantization split into vectors and scalar tails, and the mat-mult calls."""
+    i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
+    groups = max(i.c // max(f.c, 1), 1)
+    per_group = max(f.n // groups, 1)
+    columns = o.h * o.w
+    images = o.n * groups
+    mat = {k: v * images for k, v in _mat_mult("mve", columns, per_group, f.h * f.w * f.c).items()}
+    odd = images * (columns % 4)
+    mat["odd_requant"] = float(odd * (per_group // 4))
+    mat["odd_tail_requant"] = float(odd * (per_group % 4))
+    mat["mat_calls"] = float(images * ceil_div(columns, 4))
+    return mat
 
 
 def _widen(tier: str, columns: int, depth: int) -> Features:
@@ -285,7 +335,8 @@ def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
     left = max(1, ceil_div(pad.w, s.w)) if pad.w else 0
     middle = max(o.w - right - left, 0)
     if pad.w * 2 + asym != total or right + middle + left != o.w:
-        return _cmsis_conv_features(p, tier)
+        # priced with the 1xN fit, made with the blocking over all columns (one sweep shape)
+        return _cmsis_conv_features(p, tier, per_image=False)
     depth = f.w * f.c
     features: dict[str, float] = {"call": 1.0, "mat_calls": 3.0 * o.n, "outputs": float(o.n * o.w * o.c)}
     for rows in (left, middle, right):
@@ -303,7 +354,7 @@ def _cmsis_1_x_n_features(p: Params, tier: str) -> Features:
     return {**features, **{k: v for k, v in ops.f.items() if v}}
 
 
-def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
+def _cmsis_reverse_conv_features(p: Params, tier: str, *, aligned_reversal: bool = False) -> Features:
     """CMSIS-NN's arm_transpose_conv_wrapper_s8 reverse route: the filter reversed (one
     ``arm_memcpy_s8`` of C_IN per output channel and tap: rev_*), then arm_convolve_s8 on the
     input seen upscaled by the stride (N, H·SH, W·SW), padding KH−1−pad, stride 1: the
@@ -318,12 +369,23 @@ def _cmsis_reverse_conv_features(p: Params, tier: str) -> Features:
     columns, depth = o.n * o.h * o.w, f.h * f.w * f.c
     features.update(_widen(tier, columns, depth))
     rev = ByteOps(tier, skip_empty=False)
-    rev.copy(f.c, 0, 0, f.n * f.h * f.w)
+    # per (output channel o, tap t) a copy from filter + (o·KH·KW + t)·C_IN to the reversed
+    # buffer at o·S + S − (t+1)·C_IN (S = KH·KW·C_IN), both bases word aligned: with C_IN not a
+    # multiple of 4 most copies are misaligned, which newlib's memcpy runs as a head and a tail
+    # (issue 18: the random cases' C_IN 17-24 were priced as aligned copies, up to +27%)
+    taps, size = f.h * f.w, f.h * f.w * f.c
+    o, t = np.meshgrid(np.arange(f.n), np.arange(taps), indexing="ij")
+    dst, src = (o * size + size - (t + 1) * f.c) % 4, ((o * taps + t) * f.c) % 4
+    if aligned_reversal:  # the features TFLM's -O2 file was fitted with (not re-measured)
+        dst, src = dst * 0, src * 0
+    pairs, counts = np.unique(dst * 4 + src, return_counts=True)
+    for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+        rev.copy(f.c, pair // 4, pair % 4, count)
     features.update({f"rev_{k}": v for k, v in rev.f.items() if k.startswith("copy") and v})
     return {**features, **_im2col_calls(q, tier, (s.h, s.w))}
 
 
-def _cmsis_transpose_features(p: Params, tier: str) -> Features:
+def _cmsis_transpose_features(p: Params, tier: str, arch: str | None = None) -> Features:
     """CMSIS-NN's arm_transpose_conv_s8: an int32 row buffer of max(KH, SH) rows of
     ((IW−1)·SW + max(KW, SW)) pixels, filled with the bias (one ``arm_memcpy_s8`` of 4·C_OUT
     bytes per buffer pixel, :class:`isa_models.shapes.ByteOps`; with a NULL bias, ``bias_is_null``,
@@ -336,7 +398,10 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     (MVE) or C_IN/2 pairs (scalar) per pass (quad_blocks, quad_tail; the pair and single
     pixel alike: pair_taps/blocks/tail, single_taps/blocks/tail; single_rows counts both's
     row set-ups); finished output rows are requantized (outputs; MVE:
-    ⌈C_OUT/4⌉ vectors per pixel) and their buffer row refilled from the bias."""
+    ⌈C_OUT/4⌉ vectors per pixel) and their buffer row refilled from the bias. ARMv6-M
+    (``arch``): newlib's generic C memcpy, a byte loop under 16 bytes and 16-byte blocks, words
+    and bytes from 16 (:class:`isa_models.shapes.ByteOps`; issue 18: the M0+'s 8-byte bias
+    copies of two output channels were priced as Thumb-2 word copies, -17%)."""
     i, f, o = dims(p, "input_dims"), dims(p, "filter_dims"), dims(p, "output_dims")
     s, pad = tile(p, "stride", 1), tile(p, "padding")
     oc, ic = f.n, i.c
@@ -359,7 +424,7 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     pair_rows = n * rows * pairs * oc
     single_rows = n * rows * singles * oc
     buf_pixels = (i.w - 1) * s.w + max(f.w, s.w)
-    ops = ByteOps(tier, skip_empty=False)
+    ops = ByteOps(tier, skip_empty=False, arch=arch)
     if p.get("bias_is_null", 0):  # NULL bias: one memset of the buffer, one per flushed row
         ops.fill(4 * oc * buf_pixels * max(f.h, s.h), 0, n)
         ops.fill(4 * oc * buf_pixels, 0, n * flushed)
@@ -375,6 +440,8 @@ def _cmsis_transpose_features(p: Params, tier: str) -> Features:
     groups = quads + pairs + singles
     features["oc_loops"] = float(n * i.h * groups * oc)  # per (input row, pixel group, output channel)
     sets = {k: v for k, v in ops.f.items() if k.startswith("set_")}
+    if ops.v6m:
+        return {**features, **{k: v for k, v in ops.f.items() if k.startswith("copy_")}, **sets}
     return {**features, "copy_calls": ops.f["copy_calls"], "copy_blocks": ops.f["copy_blocks"], **sets}
 
 
@@ -398,16 +465,24 @@ FORMULAS: dict[str, Formula] = {
             conv_macs,
             conv_bytes,
             "im2col (memcpy/memset per tap) + mat-mult: call, pixels, outputs, blocks, k_tail",
-            library_features=(("kernels_c", _KERNELS_C_CONV),),
+            library_features=(
+                ("kernels_c", _KERNELS_C_CONV),
+                # TFLM's -O2 build keeps the features its file was fitted with (not re-measured)
+                ("cmsis-nn-tflm", lambda p, t: _cmsis_conv_features(p, t, per_image=False)),
+            ),
         ),
         Formula(
             "arm_convolve_1x1_s8_fast",
             "arm_convolve_wrapper_s8",
-            lambda p, tier: _conv_features(p, tier),
+            _cmsis_1x1_fast_features,
             conv_macs,
             conv_bytes,
             "1x1, unit stride: the input is the column matrix; call, pixels, outputs, blocks, k_tail",
-            library_features=(("kernels_c", lambda p, t: _conv_features(p, t, kernels_c=True)),),
+            library_features=(
+                ("kernels_c", lambda p, t: _conv_features(p, t, kernels_c=True)),
+                # TFLM's -O2 build keeps the features its file was fitted with (not re-measured)
+                ("cmsis-nn-tflm", lambda p, t: _conv_features(p, t)),
+            ),
         ),
         Formula(
             "arm_convolve_1x1_s8",
@@ -441,7 +516,15 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "row buffer: 4-pixel and single-pixel scatter passes per filter row and tap, requant",
-            library_features=(("kernels_c", imported_at_call(_KERNELS_C, "transpose_features")),),
+            library_features=(
+                (
+                    "kernels_c",
+                    lambda p, t, arch=None: imported_at_call(_KERNELS_C, "transpose_features")(p, t),
+                ),
+                # TFLM's -O2 file keeps the features it was fitted with (not re-measured)
+                ("cmsis-nn-tflm", lambda p, t, arch=None: _cmsis_transpose_features(p, t)),
+            ),
+            by_arch=True,
         ),
         Formula(
             "arm_transpose_conv_wrapper_s8/reverse_conv",
@@ -450,7 +533,10 @@ FORMULAS: dict[str, Formula] = {
             transpose_macs,
             conv_bytes,
             "reversed filter + arm_convolve_s8 on the upscaled input (kernels_c: conv features + upscale)",
-            library_features=(("kernels_c", imported_at_call(_KERNELS_C, "reverse_conv_features")),),
+            library_features=(
+                ("kernels_c", imported_at_call(_KERNELS_C, "reverse_conv_features")),
+                ("cmsis-nn-tflm", lambda p, t: _cmsis_reverse_conv_features(p, t, aligned_reversal=True)),
+            ),
         ),
     )
 }

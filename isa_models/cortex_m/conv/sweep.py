@@ -145,7 +145,9 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
     # ``arm_convolve_1_x_n_s8`` called directly, small: valid padding whose stride leaves the
     # last input columns unread (C's asym_pad -1: the three mat-mults with a 0-row left call)
     # and SAME padding over 1-6 output columns (MVE's three mat-mults of 0-4 rows each; off MVE
-    # it is arm_convolve_s8, measured only on the MVE files). stride.w * C_IN is a multiple of 4.
+    # it is arm_convolve_s8, whose fit on the shared sweep's long 1-image rows alone priced
+    # single pixels, batches and strides 2-3 up to ±47%: measured on every core since issue 18's
+    # 1xN row). stride.w * C_IN is a multiple of 4.
     one_by_n = [_shape(x, (oc, 1, kw), stride=(1, sw), padding=pd) for x, oc, kw, sw, pd in (
         ((1, 1, 16, 4), 3, 5, 2, (0, 0)), ((1, 1, 9, 4), 2, 4, 2, (0, 0)), ((1, 1, 3, 4), 1, 2, 3, (0, 0)),
         ((1, 1, 9, 8), 5, 2, 3, (0, 0)), ((1, 1, 4, 2), 4, 1, 2, (0, 0)), ((2, 1, 10, 4), 2, 3, 3, (0, 0)),
@@ -159,6 +161,59 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
         + [("arm_convolve_1x1_s8", s) for s in one_by_one]
         + [("arm_convolve_1_x_n_s8", s) for s in one_by_n]
     )
+
+
+def _mve_shapes() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN's MVE builds only (:func:`isa_models.cortex_m.formulas.sweep`)."""
+    # ``arm_convolve_s8`` through the wrapper, small: MVE collects its im2col columns per
+    # (image, group), so batches of 2-3 images of 1-9 output pixels each (0-2 full 4-column
+    # sets and 1-3 leftover columns per image), 1-3 groups, 1-13 output channels per group (the
+    # C mod 4 scalar requantization of each leftover column), depths from 4 to 180 (1-12 16-lane
+    # trips), strides larger than the kernel, a 7x7 kernel, a single padded pixel; the shared
+    # sweep's batch was 1 (and once 2 images of 36 pixels), its output channels 4-64 a group
+    general = [_shape(x, f, stride=s, padding=pd, dilation=d, groups=g) for x, f, s, pd, d, g in (
+        ((2, 4, 4, 4), (5, 2, 2), (2, 2), (0, 0), (1, 1), 1), ((3, 3, 3, 2), (3, 2, 2), (1, 1), (0, 0), (1, 1), 1),
+        ((2, 3, 5, 4), (2, 3, 3), (2, 2), (0, 0), (1, 1), 1), ((3, 6, 2, 1), (4, 2, 2), (2, 2), (0, 0), (1, 1), 1),
+        ((1, 5, 5, 6), (7, 3, 3), (3, 3), (0, 0), (1, 1), 1), ((2, 7, 3, 8), (3, 3, 2), (2, 1), (0, 0), (1, 1), 1),
+        ((1, 4, 4, 6), (6, 2, 2), (2, 2), (0, 0), (1, 1), 3), ((2, 5, 3, 6), (9, 3, 3), (2, 2), (1, 1), (1, 1), 3),
+        ((3, 2, 2, 4), (2, 2, 2), (1, 1), (0, 0), (1, 1), 2), ((1, 9, 2, 3), (12, 4, 1), (3, 1), (0, 0), (1, 1), 1),
+        ((2, 6, 6, 1), (1, 3, 3), (2, 2), (1, 1), (1, 1), 1), ((1, 3, 7, 20), (5, 3, 3), (2, 2), (1, 1), (1, 1), 1),
+        ((2, 2, 9, 5), (10, 2, 3), (1, 3), (0, 0), (1, 1), 1), ((3, 4, 4, 3), (6, 2, 2), (1, 1), (0, 0), (2, 2), 1),
+        ((1, 10, 10, 2), (3, 2, 2), (4, 4), (0, 0), (1, 1), 1), ((2, 3, 3, 12), (4, 3, 3), (1, 1), (1, 1), (1, 1), 2),
+        ((1, 1, 1, 9), (11, 3, 3), (1, 1), (1, 1), (1, 1), 1), ((3, 5, 4, 7), (1, 2, 3), (2, 2), (0, 0), (1, 1), 1),
+        ((1, 8, 8, 3), (8, 7, 7), (1, 1), (3, 3), (1, 1), 1), ((2, 4, 6, 10), (13, 3, 2), (3, 2), (1, 1), (1, 1), 1),
+    )]  # fmt: skip
+    return [("arm_convolve_wrapper_s8", s) for s in general]
+
+
+def cmsis_nn_tier_sweep(tier: str) -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on one tier's CMSIS-NN files only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    Off MVE: the transpose-conv wrapper's reverse route with odd C_IN (17-23), so the filter
+    reversal's and the im2col's memcpy/memset run newlib's misaligned heads and tails, and
+    strides 1 on one or both axes, whose im2col sets each padded tap with its own memset
+    (the shared sweep's C_IN were mostly multiples of 4, its stride-1 shapes 3: issue 18's
+    reverse-conv cases, C_IN 17-24, up to +27%). MVE's copies are alignment-blind WLSTP loops.
+    And small ``arm_convolve_1x1_s8_fast`` calls (below). On MVE: `_mve_shapes`."""
+    if tier == "mve":
+        return _mve_shapes()
+    t = "arm_transpose_conv_wrapper_s8"
+    reverse = [_transpose_shape(x, f, s) for x, f, s in (
+        ((1, 3, 4, 21), (2, 4, 1), (1, 1)), ((1, 3, 3, 19), (6, 2, 4), (1, 1)), ((1, 3, 2, 23), (5, 5, 2), (1, 2)),
+        ((2, 2, 4, 17), (3, 3, 3), (1, 1)), ((1, 4, 2, 22), (2, 2, 5), (2, 1)), ((1, 3, 3, 18), (7, 4, 4), (1, 1)),
+        ((2, 3, 2, 21), (4, 3, 2), (2, 1)), ((1, 5, 3, 17), (1, 2, 3), (1, 2)), ((1, 2, 6, 23), (6, 3, 1), (1, 1)),
+        ((1, 4, 4, 19), (2, 1, 4), (1, 2)), ((2, 2, 2, 22), (8, 4, 3), (1, 1)), ((1, 3, 5, 20), (3, 5, 5), (2, 1)),
+    )]  # fmt: skip
+    # arm_convolve_1x1_s8_fast over few pixels, batches, C_IN 1-21 (K under 4: no K/4 loop, the
+    # tail alone; odd K: the tail after the blocks) and 1-24 output channels: the shared sweep's
+    # smallest call was 3,000 cycles with C_IN >= 7 (issue 18: C_IN 2-6 priced up to +28% on the M7)
+    fast = [_shape(x, (oc, 1, 1)) for x, oc in (
+        ((1, 3, 5, 3), 6), ((2, 2, 4, 2), 16), ((1, 4, 4, 1), 8), ((3, 1, 3, 5), 4), ((2, 3, 3, 6), 2),
+        ((1, 1, 7, 9), 3), ((2, 2, 5, 13), 5), ((1, 5, 2, 4), 1), ((3, 2, 2, 2), 12), ((1, 6, 1, 17), 2),
+        ((2, 1, 5, 11), 7), ((1, 2, 6, 3), 24), ((2, 4, 3, 1), 10), ((1, 3, 3, 21), 9), ((2, 2, 2, 7), 1),
+        ((1, 7, 2, 5), 6),
+    )]  # fmt: skip
+    return [(t, s) for s in reverse] + [("arm_convolve_wrapper_s8", s) for s in fast]
 
 
 #: Largest drawn shape, in MACs: keeps a whole sweep to seconds under QEMU.
@@ -249,4 +304,4 @@ def _transpose_shape(
     return p
 
 
-__all__ = ["MAX_DRAWN_MACS", "cmsis_nn_sweep", "sweep"]
+__all__ = ["MAX_DRAWN_MACS", "cmsis_nn_sweep", "cmsis_nn_tier_sweep", "sweep"]

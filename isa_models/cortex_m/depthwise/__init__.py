@@ -105,7 +105,29 @@ def _features(p: Params, tier: str) -> Features:
     return features
 
 
-def _generic_features(p: Params, tier: str) -> Features:
+def _v6m_divisions(size: int, out: int, stride: int, pad: int, dilation: int) -> dict[str, int]:
+    """The ARMv6-M cost classes of depthwise_conv_s8_generic's two window-bound divisions per
+    output position along one dilated axis: ``(d - 1 - base) / d`` and ``(size - base + d - 1) / d``
+    (base = o·stride − pad). ARMv6-M has no divide instruction: each is libgcc's ``__divsi3``
+    (thumb/v6-m), which branches on the operands: a positive dividend under twice the divisor
+    returns after one step (div_short); a positive quotient under 16 runs 4 shift-subtract steps
+    (div_steps4); a negative dividend takes the sign-fixing path, then 4 steps while |q| < 16
+    (div_negative); any quotient from 16 runs 8 or more steps (div_long). Counted per output
+    position (the caller multiplies by the outputs sharing it)."""
+    counts = dict.fromkeys(("div_short", "div_steps4", "div_negative", "div_long"), 0)
+    for o in range(out):
+        base = o * stride - pad
+        for n in (dilation - 1 - base, size - base + dilation - 1):
+            if n < 0:
+                counts["div_negative" if (-n) >> 4 < dilation else "div_long"] += 1
+            elif n >> 1 < dilation:
+                counts["div_short"] += 1
+            else:
+                counts["div_steps4" if n >> 4 < dilation else "div_long"] += 1
+    return counts
+
+
+def _generic_features(p: Params, tier: str, arch: str | None = None) -> Features:
     """CMSIS-NN's arm_depthwise_conv_s8 (any tier: the same C loops). Two routes:
 
     ``ch_mult % 4 == 0``, one image, no dilation: ``depthwise_conv_s8_mult_4``, per pixel
@@ -135,9 +157,22 @@ def _generic_features(p: Params, tier: str) -> Features:
         "in_channels": float(pixels * i.c),
         "outputs": float(pixels * o.c),
     }
-    return {**out, "out_rows": float(rows * o.c), "macs_valid": float(taps * o.c),
-            "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0),
-            "dilated_rows": float(rows * o.c if d.w > 1 or d.h > 1 else 0)}  # fmt: skip
+    features = {**out, "out_rows": float(rows * o.c), "macs_valid": float(taps * o.c),
+                "div_w": float(pixels * o.c if d.w > 1 else 0), "div_h": float(pixels * o.c if d.h > 1 else 0),
+                "dilated_rows": float(rows * o.c if d.w > 1 or d.h > 1 else 0)}  # fmt: skip
+    if arch == "armv6-m":  # libgcc's software division: div_w / div_h price the two divisions'
+        # shortest path, these the longer paths' extra (never cheaper than the short one)
+        classes = dict.fromkeys(("div_steps4", "div_negative", "div_long"), 0.0)
+        for dil, size, n_out, st, pd, others in (
+            (d.w, i.w, o.w, s.w, pad.w, o.n * o.h),
+            (d.h, i.h, o.h, s.h, pad.h, o.n * o.w),
+        ):
+            if dil > 1:
+                for k, v in _v6m_divisions(size, n_out, st, pd, dil).items():
+                    if k in classes:
+                        classes[k] += v * others * o.c
+        features.update(classes)
+    return features
 
 
 def _opt_features(p: Params, tier: str) -> Features:
@@ -206,10 +241,18 @@ def _as_conv(p: Params) -> dict[str, int]:
 
 
 def _to_conv_features(p: Params, tier: str, library: str | None = None) -> Features:
-    """The features of the convolution the call becomes, as ``library`` runs it."""
+    """The features of the convolution the call becomes, as ``library`` runs it. CMSIS-NN's
+    wrapper first transposes the filter [1, KH, KW, C] to [C, KH, KW, 1] with arm_transpose_s8
+    (permutation 3, 1, 2, 0: its 4-D element nest, a row of C elements per tap gathered
+    with stride KH·KW): ``filter_rows`` = KH·KW, ``filter_elements`` = KH·KW·C (TFLM's -O2
+    file keeps the features it was fitted with)."""
     q = _as_conv(p)
     key = conv_formulas.conv_route(q)
-    return conv_formulas.FORMULAS[key].features_for(library)(q, tier)
+    features = dict(conv_formulas.FORMULAS[key].features_for(library)(q, tier))
+    if library is None:
+        f = dims(p, "filter_dims")
+        features.update({"filter_rows": float(f.h * f.w), "filter_elements": float(f.h * f.w * f.c)})
+    return features
 
 
 def _three_features(p: Params, tier: str) -> Features:
@@ -250,7 +293,12 @@ FORMULAS: dict[str, Formula] = {
             macs,
             nbytes,
             "generic (any ch_mult, dilation, batch)",
-            library_features=(("kernels_c", imported_at_call(_KERNELS_C, "features")),),
+            # kernels_c and TFLM's -O2 file keep the features they were fitted with
+            library_features=(
+                ("kernels_c", lambda p, t, arch=None: imported_at_call(_KERNELS_C, "features")(p, t)),
+                ("cmsis-nn-tflm", lambda p, t, arch=None: _generic_features(p, t)),
+            ),
+            by_arch=True,
         ),
         Formula(
             "arm_depthwise_conv_s8_opt",
@@ -279,7 +327,10 @@ FORMULAS: dict[str, Formula] = {
             macs,
             nbytes,
             "MVE: one input channel as a conv",
-            library_features=(("kernels_c", lambda p, t: _to_conv_features(p, t, "kernels_c")),),
+            library_features=(
+                ("kernels_c", lambda p, t: _to_conv_features(p, t, "kernels_c")),
+                ("cmsis-nn-tflm", lambda p, t: _to_conv_features(p, t, "cmsis-nn-tflm")),
+            ),
         ),
     )
 }

@@ -149,4 +149,62 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
     return [("arm_depthwise_conv_3x3_s8", s) for s in three] + [("arm_depthwise_conv_s8_opt", s) for s in opt]
 
 
-__all__ = ["cmsis_nn_sweep", "sweep"]
+def _mve_shapes() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN's MVE builds only (:func:`isa_models.cortex_m.formulas.sweep`):
+    off MVE a one-channel depthwise is not a convolution."""
+    # One-channel inputs (MVE: the route to arm_convolve_wrapper_s8 after a transpose of the
+    # filter), small: batches of 1-3, 1-9 output pixels an image, 2-24 output channels, 1x1 to
+    # 5x5 windows, strides up to 3 and dilation; the shared sweep's were layer-sized single
+    # images, so its fit put the work of small calls in a per-call term of ~1,900 cycles
+    to_conv = [_shape(x, k, ch_mult=m, stride=s, padding=pd, dilation=d) for x, k, m, s, pd, d in (
+        ((2, 4, 4, 1), (2, 2), 3, (2, 2), (0, 0), (1, 1)), ((1, 3, 3, 1), (3, 3), 2, (1, 1), (0, 0), (1, 1)),
+        ((3, 5, 2, 1), (2, 1), 5, (2, 1), (0, 0), (1, 1)), ((1, 6, 6, 1), (1, 1), 9, (2, 3), (0, 0), (1, 1)),
+        ((2, 7, 3, 1), (3, 2), 4, (3, 2), (1, 0), (1, 1)), ((1, 2, 9, 1), (1, 4), 7, (1, 3), (0, 1), (1, 1)),
+        ((1, 5, 5, 1), (5, 5), 3, (3, 3), (2, 2), (1, 1)), ((2, 3, 6, 1), (2, 3), 16, (1, 2), (0, 0), (1, 1)),
+        ((1, 8, 3, 1), (4, 2), 11, (2, 1), None, (1, 1)), ((3, 2, 2, 1), (2, 2), 6, (1, 1), (0, 0), (1, 1)),
+        ((1, 9, 7, 1), (2, 2), 8, (2, 2), (0, 0), (3, 3)), ((2, 4, 5, 1), (1, 1), 13, (1, 2), (0, 0), (1, 1)),
+        ((1, 3, 8, 1), (3, 3), 24, (2, 2), None, (1, 1)), ((2, 6, 2, 1), (4, 1), 9, (1, 1), (0, 0), (1, 1)),
+        ((1, 12, 1, 1), (5, 1), 4, (2, 1), (2, 0), (1, 1)), ((3, 3, 4, 1), (1, 3), 2, (2, 1), (0, 1), (1, 1)),
+    )]  # fmt: skip
+    # .. and a seeded space-filling draw of small ones between them (the convolution's features
+    # and the filter transpose's are more than 16 shapes pin apart)
+    rng = np.random.default_rng(21)
+    while len(to_conv) < 48:
+        k = (int(rng.integers(1, 6)), int(rng.integers(1, 6)))
+        d = (int(rng.choice([1, 1, 1, 2, 3])),) * 2
+        st = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        x = (int(rng.integers(1, 4)), int(rng.integers(1, 11)), int(rng.integers(1, 11)), 1)
+        pd = tuple(int(rng.integers(0, kk)) for kk in k)
+        shape = _shape(
+            x,
+            k,
+            ch_mult=int(rng.choice([2, 3, 4, 5, 7, 8, 9, 12, 16, 20])),
+            stride=st,
+            padding=pd,
+            dilation=d,
+        )
+        if min(shape["output_dims.h"], shape["output_dims.w"]) > 0:
+            to_conv.append(shape)
+    return [(PUBLIC_WRAPPER, s) for s in to_conv]
+
+
+def cmsis_nn_tier_sweep(tier: str) -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on one tier's CMSIS-NN files only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    Scalar: the generic kernel dilated over inputs wide enough for window-bound quotients from
+    16, the one branch of ARMv6-M's software division (:func:`isa_models.cortex_m.depthwise._v6m_divisions`)
+    that the shared sweep never took (issue 18: the M0+'s dilated random cases, priced up to +44%
+    with one cost per division). Ten small dilated calls (1-3 output pixels, strides over the
+    window) were tried too: one of them, with no MAC at all, held out at +12.6% on the M0+ (its
+    requantization and clamps branch on the data; the shared sweep's shapes held out at 0.2%). On MVE: `_mve_shapes`."""
+    if tier == "mve":
+        return _mve_shapes()
+    if tier != "scalar":
+        return []
+    generic = [_shape(x, k, ch_mult=m, stride=s, padding=pd, dilation=d) for x, k, m, s, pd, d in (
+        ((1, 2, 40, 3), (1, 3), 2, (1, 1), None, (1, 2)), ((1, 36, 2, 2), (3, 1), 2, (1, 1), None, (2, 1)),
+    )]  # fmt: skip
+    return [(PUBLIC_WRAPPER, s) for s in generic]
+
+
+__all__ = ["cmsis_nn_sweep", "cmsis_nn_tier_sweep", "sweep"]

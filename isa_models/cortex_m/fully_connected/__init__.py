@@ -116,10 +116,11 @@ def _bmm_shape(p: Params) -> tuple[int, int, int, int]:
     return o.n * o.h, o.w, o.c, value(p, "input_lhs_dims.c")
 
 
-def _bmm_cmsis_features(p: Params, tier: str) -> Features:
+def _bmm_cmsis_features(p: Params, tier: str, *, tflm_build: bool = False) -> Features:
     """CMSIS-NN's arm_batch_matmul_s8: on MVE per (batch, head) group ``arm_vector_sum_s8``
     over the RHS (vsum_rows = C, vsum_blocks = C·⌈K/16⌉; none off MVE) and per LHS row one
-    :func:`_vec_mat_cmsis` over the C RHS rows."""
+    :func:`_vec_mat_cmsis` over the C RHS rows; DSP: :func:`_bmm_dsp_features` (``tflm_build``:
+    the features TFLM's -O2 file was fitted with, :func:`_bmm_zero_offset_features`)."""
     groups, rows, c, k = _bmm_shape(p)
     lanes = BLOCKING[tier].reduce_lanes
     # the vector sum is MVE's only (`#if defined(ARM_MATH_MVEI)`): off MVE no vsum features
@@ -128,8 +129,11 @@ def _bmm_cmsis_features(p: Params, tier: str) -> Features:
     if tier == "mve" and not summed:
         vsum = 0  # arm_vector_sum_s8's early exit (lhs_offset 0): the buffer zeroed, no sums
     rhs_offset = value(p, "fc_params.filter_offset", 0) != 0
-    # the loop-entry features stay FC's: with the rhs_offset split below they outnumber what the
-    # batch-matmul sweep can tell apart (held-out 22-32% on the DSP cores with them, under 10% without)
+    # DSP: per-pass loop entries, the offset splitting only the K/4 blocks (_bmm_dsp_features);
+    # elsewhere the loop-entry features stay FC's (with every feature split by the offset they
+    # outnumbered what the batch-matmul sweep could tell apart: held-out 22-32% on the DSP cores)
+    if tier == "dsp" and not tflm_build:
+        return _bmm_dsp_features(groups, rows, c, k, rhs_offset)
     mat = {key: v for key, v in _vec_mat_cmsis(tier, rows, c, k).items() if not key.endswith("block_rows")}
     # arm_nn_vec_mat_mult_t_s8 runs another loop nest when its rhs_offset (the filter offset) is
     # not 0 (`if (rhs_offset)`: the offset added to each weight, SXTAB16 / an add per MAC; MVE:
@@ -148,10 +152,42 @@ def _bmm_cmsis_features(p: Params, tier: str) -> Features:
     return features
 
 
+def _bmm_dsp_features(groups: int, rows: int, c: int, k: int, rhs_offset: bool) -> Features:
+    """The DSP batch matmul (:func:`_bmm_cmsis_features`): per LHS row, the vec-mat's pair
+    loop set-up when C >= 2 (pair_loops), its pair passes (group_rows) and odd row (odd_rows), each requantizing its outputs, entering the K/4
+    SMLAD loop when K >= 4 (group_block_rows / odd_block_rows: its unrolled prologue picks the
+    trip count mod 4; K < 4 branches past it), running it (group_blocks / odd_blocks) and,
+    when K has a tail, entering the K mod 4 tail
+    loop (group_tail_rows / odd_tail_rows) for its 1-3 scalar MACs (group_tail / odd_tail).
+    With a filter offset the vec-mat runs its other loop nest, whose K/4 loop adds the offset
+    to each weight (SXTAB16): only its blocks are priced apart (``off_*``); the pass set-up,
+    requantization and tail loop are the same instructions in both nests, so they share
+    coefficients. (issue 18: one weight row over K 31 was priced +35%; with rows, tails and
+    tail entries split by the offset, the sweep's one-row and tail shapes could not pin them
+    apart and the tail MACs came out 5 cycles in one nest and 23 in the other.)"""
+    full, odd = divmod(c, 2)
+    blocks, tail = divmod(k, 4)
+    prefix = "off_" if rhs_offset else ""
+    f = {"call": 1.0, "groups": float(groups), "batches": float(groups * rows),
+         # the pair loop's set-up (its offsets packed, pointers and counts spilled: ~40
+         # instructions) runs per vec-mat call only when there is a pair (C >= 2)
+         "pair_loops": float(groups * rows * (full != 0)),
+         "group_rows": float(groups * rows * full), "odd_rows": float(groups * rows * odd),
+         "group_block_rows": float(groups * rows * full * (blocks != 0)),
+         "odd_block_rows": float(groups * rows * odd * (blocks != 0)),
+         "group_tail_rows": float(groups * rows * full * (tail != 0)),
+         "odd_tail_rows": float(groups * rows * odd * (tail != 0)),
+         "group_tail": float(groups * rows * full * tail), "odd_tail": float(groups * rows * odd * tail),
+         "group_blocks": 0.0, "odd_blocks": 0.0, "off_group_blocks": 0.0, "off_odd_blocks": 0.0}  # fmt: skip
+    f[prefix + "group_blocks"] = float(groups * rows * full * blocks)
+    f[prefix + "odd_blocks"] = float(groups * rows * odd * blocks)
+    return f
+
+
 def _bmm_zero_offset_features(p: Params, tier: str) -> Features:
     """TFLM's -O2 build of the batch matmul, fitted (and measured) on filter offset 0 only: the
     features without the rhs_offset loop nest (:func:`_bmm_cmsis_features`)."""
-    features = _bmm_cmsis_features({**p, "fc_params.filter_offset": 0}, tier)
+    features = _bmm_cmsis_features({**p, "fc_params.filter_offset": 0}, tier, tflm_build=True)
     return {k: v for k, v in features.items() if not k.startswith("off_") and k != "vsum_offset_rows"}
 
 
@@ -174,7 +210,7 @@ def _vsum_features_kernels_c(p: Params, tier: str, arch: str | None = None) -> F
     return {"call": 1.0, "outputs": float(rows), "blocks": float(blocks), "k_tail": float(tail)}
 
 
-def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
+def _vsum_features(p: Params, tier: str, arch: str | None = None, *, passes: bool = True) -> Features:
     """CMSIS-NN's arm_vector_sum_s8: the bias copied first (``memcpy``/``memset`` of the rows'
     int32: ``copied`` = rows), then, only when ``lhs_offset`` is not 0, kernels_c's features, and on
     MVE the rows five at a time (one 16-column trip loads and sums five rows), then the
@@ -184,7 +220,17 @@ def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
     (a sum times 0 adds nothing): the early exit ExecuTorch's per-tensor linear with input zero
     point 0 takes. On ARMv6-M newlib's generic ``memcpy`` copies fewer than 16 bytes (3 rows or
     fewer) in its byte loop: ``copy_bytes`` = 4·rows there, in place of ``copied`` and of the
-    word path's set-up (``copy_long`` = 1 for the longer copies)."""
+    word path's set-up (``copy_long`` = 1 for the longer copies).
+
+    MVE (``passes``; TFLM's -O2 file keeps the features above, which it was fitted with): a
+    five-row pass and a single-row pass cost apart from their rows, and the single rows' loop
+    apart from its trips: ``five_passes`` = ⌊rows/5⌋, ``five_blocks`` = ⌊rows/5⌋·⌈cols/16⌉
+    (one trip loads and sums five rows), ``five_loop`` = 1 when there is a five-row pass (the
+    loop's entry), ``tail_rows`` = rows mod 5, ``tail_blocks`` as above, ``tail_loop`` = 1 when
+    rows mod 5 is not 0, in place of the per-row ``outputs`` and
+    ``blocks``; a NULL bias is a ``memset`` of the buffer, not a ``memcpy`` (``null_bias``). The
+    random-case tail (issue 18): calls of 1-8 rows, priced -27% with the per-row terms of a
+    sweep whose smallest call had 5 rows."""
     rows = value(p, "vector_rows")
     v6m = arch == "armv6-m"
     short = v6m and 4 * rows < 16
@@ -195,11 +241,19 @@ def _vsum_features(p: Params, tier: str, arch: str | None = None) -> Features:
         **_vsum_features_kernels_c(p, tier),
     }
     if tier == "mve":
-        f["tail_blocks"] = float((rows % 5) * ceil_div(value(p, "vector_cols"), 16))
+        trips = ceil_div(value(p, "vector_cols"), 16)
+        f["tail_blocks"] = float((rows % 5) * trips)
+        if passes:
+            del f["outputs"], f["blocks"], f["k_tail"]
+            f.update({"five_passes": float(rows // 5), "five_blocks": float(rows // 5 * trips),
+                      "five_loop": float(rows >= 5), "tail_rows": float(rows % 5),
+                      "tail_loop": float(rows % 5 != 0)})  # fmt: skip
     summed = value(p, "lhs_offset", 1) != 0
     f["offset_rows"] = float(rows if summed and value(p, "rhs_offset", 0) != 0 else 0)
     if not summed:
         f.update({k: 0.0 for k in f if k not in ("call", "copied", "copy_bytes", "copy_long")})
+    if tier == "mve" and passes:
+        f["null_bias"] = float(bool(value(p, "bias_is_null", 0)))
     return f
 
 
@@ -223,7 +277,9 @@ FORMULAS: dict[str, Formula] = {
                                                      ("cmsis-nn-tflm", _bmm_zero_offset_features))),
         Formula("arm_vector_sum_s8", "arm_vector_sum_s8", _vsum_features, _vsum_macs, _vsum_bytes,
                 "kernel sums (ahead of time in ExecuTorch's MVE linear)",
-                library_features=(("kernels_c", _vsum_features_kernels_c),), by_arch=True),
+                library_features=(("kernels_c", _vsum_features_kernels_c),
+                                  ("cmsis-nn-tflm", lambda p, t, arch=None: _vsum_features(p, t, arch, passes=False))),
+                by_arch=True),
     )
 }  # fmt: skip
 

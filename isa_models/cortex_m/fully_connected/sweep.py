@@ -74,4 +74,43 @@ def cmsis_nn_sweep() -> list[tuple[str, dict[str, int]]]:
     return out
 
 
-__all__ = ["cmsis_nn_sweep", "sweep"]
+def _mve_shapes() -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on CMSIS-NN's MVE builds only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    issue 18: ``arm_vector_sum_s8`` calls of 1-13 rows (the five-row passes and the single-row
+    tail loop apart: the shared sweep's smallest summed call had 5 rows), 1-100 columns (one to
+    seven 16-lane trips), and a NULL bias (a memset of the buffer instead of the bias copy)."""
+    shapes = [(1, 3, 0, 0), (2, 16, 0, 0), (3, 33, 0, 5), (4, 7, 0, 0), (6, 3, 0, 0), (7, 20, 0, -9),
+              (9, 1, 0, 0), (11, 48, 0, 0), (13, 5, 0, 3), (2, 100, 0, 0), (1, 64, 1, 0), (3, 3, 1, 0),
+              (6, 16, 1, 0), (8, 40, 1, 11), (4, 1, 1, 0), (12, 17, 1, 0), (5, 9, 1, 0), (1, 20, 0, 2),
+              (2, 5, 1, -3), (10, 2, 0, 0)]  # fmt: skip
+    return [("arm_vector_sum_s8", {"vector_rows": r, "vector_cols": c, "rhs_offset": ro,
+                                   **({"bias_is_null": 1} if null else {})})
+            for r, c, null, ro in shapes]  # fmt: skip
+
+
+def cmsis_nn_tier_sweep(tier: str) -> list[tuple[str, dict[str, int]]]:
+    """Shapes measured on one tier's CMSIS-NN files only (:func:`isa_models.cortex_m.formulas.sweep`).
+
+    DSP: batch matmuls of one weight row (the vec-mat's odd row alone) or a pair and an odd
+    row, K with and without a 1-3 tail and under 4 (no K/4 loop), with and without a filter
+    offset: the K/4 and tail loops' entries per pass apart from their trips (issue 18: one
+    weight row over K 31 priced +35%, eight over K 1 +28%; the sweep's one-row calls had K 1
+    or 16, its K < 4 calls one or two weight rows). On MVE: `_mve_shapes`."""
+    if tier == "mve":
+        return _mve_shapes()
+    if tier != "dsp":
+        return []
+    shapes = [(1, 1, 6, 1, 7, -5), (1, 2, 4, 1, 13, 40), (2, 1, 3, 1, 22, -128), (1, 1, 9, 1, 45, 3),
+              (1, 3, 2, 1, 64, -17), (2, 2, 5, 1, 5, 0), (1, 1, 7, 1, 30, 0), (1, 2, 3, 1, 51, 0),
+              (1, 1, 10, 1, 40, 0), (3, 1, 2, 1, 2, 90), (1, 1, 4, 3, 11, -9), (1, 2, 3, 5, 26, 0),
+              (2, 1, 2, 3, 33, 70), (1, 1, 5, 7, 6, 0), (1, 1, 3, 2, 19, -33), (1, 2, 2, 4, 45, 0),
+              # K < 4 over several weight rows: the pair passes that skip the K/4 loop
+              (1, 1, 5, 6, 1, 0), (2, 1, 3, 4, 2, -7), (1, 2, 4, 8, 3, 0), (1, 1, 6, 5, 2, 25)]  # fmt: skip
+    return [
+        ("arm_batch_matmul_s8", {**bmm_params(b, h, r, c, k), "fc_params.filter_offset": off})
+        for b, h, r, c, k, off in shapes
+    ]
+
+
+__all__ = ["cmsis_nn_sweep", "cmsis_nn_tier_sweep", "sweep"]
