@@ -121,20 +121,7 @@ def test_a_case_replays_alone():
     assert {**together[3], "seconds": 0} == {**alone[0], "seconds": 0}
 
 
-# A local Ray instance for this module's Ray test: tests/qemu/test_campaign.py and
-# tests/runtime/test_sweep.py hold the same fixture (it is to move to tests/conftest.py).
-@pytest.fixture(scope="module")
-def ray_instance():
-    """A local Ray instance of 2 CPUs, started here and shut down after the module's Ray tests."""
-    ray = pytest.importorskip(
-        "ray", reason="Ray is the optional `cluster` extra (pip install 'refsim[cluster]')"
-    )
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
-def test_ray_reports_what_one_process_does(ray_instance, serial):
+def test_ray_reports_what_one_process_does(ray_instance, serial):  # tests/conftest.py: local Ray, 2 CPUs
     with make_engine(2, ray="auto") as engine:  # this process's Ray session
         assert engine.name.startswith("ray")
         p, t = pte(engine, per_task=12), tflite(engine, per_task=12)
