@@ -1,22 +1,34 @@
 """A corruption campaign against refsim's .tflite reader (issue 15, item 1).
 
     python benchmarks/tflite_fuzz.py [--cases 500] [--seed 0] [--seconds 5] [--memory-mb 256]
-                                     [--json benchmarks/results/tflite_fuzz.json] [--quiet]
+                                     [--workers N | --ray auto|ADDRESS] [--per-task 2000]
+                                     [--only I,J,...] [--json benchmarks/results/tflite_fuzz.json] [--quiet]
+    python benchmarks/tflite_fuzz.py --cases 5000 --scaling 1,2,ray2
 
 Seeds: the models of tests/tflite/test_corruption.py (a conv + relu6 + add built by the writer,
 its weights inline and after the flatbuffer, and the four MLPerf Tiny reference models).
-Each seed gets ``--cases`` mutated files, 1-4 mutations each, drawn from ``--seed`` by the
-engine of tests/pte/test_corruption.py (bit flips, 2/4/8-byte words set to boundary or random
-values, truncation), so a case replays from its printed description.
+Each seed gets ``--cases`` mutated files, 1-4 mutations each, drawn by the engine of
+tests/pte/test_corruption.py (bit flips, 2/4/8-byte words set to boundary or random values,
+truncation). Case ``i`` (seed model ``i // --cases``, in name order) is drawn from its own seed
+(`refsim.fuzzing.case_rng` of ``(--seed, i)``), so a printed case replays alone with ``--only
+i`` and the campaign splits into shards of ``--per-task`` cases that run as engine tasks: in
+this process (``--workers 1``, the default), on a local process pool (``--workers N``) or on Ray
+(``--ray auto|ADDRESS``, the optional ``cluster`` extra). The report is the same whichever runs
+it (``case_digest`` hashes every case's outcome).
 
 Every case is loaded by `load_model` and, when it loads, used as code that trusts a loaded
 model would use it (described, every constant read, written and read again:
-tests/tflite/test_corruption.py's ``exercise``), in a worker subprocess whose address space
-is capped (RLIMIT_AS at its size after imports plus ``--memory-mb``) and which the campaign
-kills after ``--seconds``. Outcomes: ``loaded``, ``ModelError`` (the only refusal allowed),
-``traceback`` (any other exception, MemoryError included, or any exception after a load),
-``crash`` (the worker died) and ``hang`` (it overran). Prints a table per seed and writes it as JSON; exit status 1 unless crashes, hangs
-and tracebacks are all 0. Like benchmarks/fuzz_pte.py for .pte programs, but one reader.
+tests/tflite/test_corruption.py's ``exercise``), in the shard's worker subprocess (this script
+with ``--worker``, `refsim.fuzzing.CaseWorker`) whose address space is capped (RLIMIT_AS at its
+size after imports and warm-up plus ``--memory-mb``) and which is killed when a case overruns
+``--seconds`` (the clock starts after the warm-up). Outcomes: ``loaded``, ``ModelError`` (the
+only refusal allowed), ``traceback`` (any other exception, MemoryError included, or any
+exception after a load), ``crash`` (the worker died) and ``hang`` (it overran); after a crash or
+a hang the next case gets a fresh worker. Prints a table per seed and writes it as JSON; exit
+status 1 unless crashes, hangs and tracebacks are all 0. ``--scaling`` runs the same campaign on
+each engine named (``1``, ``2``: pool workers; ``ray1``, ``ray2``: a local Ray instance) and adds
+cases/min per engine and the provenance to the report. Like benchmarks/fuzz_pte.py for .pte
+programs, but one reader.
 """
 
 from __future__ import annotations
@@ -24,11 +36,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import resource
-import select
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from collections import Counter
@@ -38,9 +48,26 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: the engine lives in the tests package
     sys.path.insert(0, str(ROOT))
 
+from refsim.engine import Engine, make_engine  # noqa: E402
+from refsim.errors import RefsimError  # noqa: E402
+from refsim.fuzzing import (  # noqa: E402
+    WorkerSpec,
+    case_digest,
+    case_rng,
+    index_tasks,
+    measure_engines,
+    provenance,
+    run_indexed,
+    serve,
+    worker_start_seconds,
+)
+
 RESULTS = ROOT / "benchmarks" / "results" / "tflite_fuzz.json"
 OUTCOMES = ("loaded", "ModelError", "traceback", "crash", "hang")
 FAILURES = ("traceback", "crash", "hang")
+#: Cases per shard by default: a case is a few ms and a worker's start ~1.5 s (imports, every
+#: seed model warmed up), so a shard of 2000 spends ~90 % of its time on cases.
+PER_TASK = 2000
 
 
 def seeds() -> dict[str, bytes]:
@@ -62,23 +89,33 @@ def draw_mutations(rng: random.Random) -> list[tuple[str, int, int]]:
     ]
 
 
-# -- the worker: loads one case per line of stdin --------------------------------------------------
+def draw(seed: int, index: int, names: list[str], cases_per_seed: int) -> dict:
+    """Case ``index``: its seed model and mutations (a JSON-ready request a worker also runs as is)."""
+    return {
+        "seed": names[index // cases_per_seed],
+        "mutations": [list(m) for m in draw_mutations(case_rng(seed, index))],
+    }
 
 
-def worker(memory_mb: int) -> None:
+# -- the worker: loads one case per request --------------------------------------------------------
+
+
+def worker(args: argparse.Namespace) -> None:
     from refsim.tflite import ModelError, load_model
     from tests.pte.test_corruption import _mutate
     from tests.tflite.test_corruption import exercise  # importing it warms up every seed model
 
     files = seeds()
-    if memory_mb:
+    names = sorted(files)
+    if args.memory_mb:
         with open("/proc/self/status") as f:
             size_kb = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
-        limit = (size_kb << 10) + (memory_mb << 20)
+        limit = (size_kb << 10) + (args.memory_mb << 20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    print(json.dumps({"ready": True}), flush=True)  # start-up is not a case's time
-    for line in sys.stdin:
-        case = json.loads(line)
+
+    def handle(request: dict) -> dict:
+        # {"index": i} draws case i; {"seed": name, "mutations": [...]} runs that case as given.
+        case = draw(args.seed, request["index"], names, args.cases) if "index" in request else request
         data = bytearray(files[case["seed"]])
         for kind, where, value in case["mutations"]:
             data = _mutate(data, kind, where, value)
@@ -100,89 +137,59 @@ def worker(memory_mb: int) -> None:
                 "tb": traceback.format_exc(),
             }
         result["seconds"] = time.perf_counter() - start
-        print(json.dumps(result), flush=True)
+        return result
+
+    serve(handle)
 
 
-STARTUP_SECONDS = 300.0
+def worker_spec(seed: int, cases: int, seconds: float, memory_mb: int) -> WorkerSpec:
+    argv = [str(Path(__file__).resolve()), "--worker", "--seed", str(seed), "--cases", str(cases)]
+    argv += ["--memory-mb", str(memory_mb)]
+    return WorkerSpec(tuple(argv), str(ROOT), seconds)
 
 
-class Worker:
-    def __init__(self, memory_mb: int) -> None:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--memory-mb", str(memory_mb)]
-        # a file, not a pipe: nobody need drain it; closed by close()
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True
-        )
-        # The worker's imports and warm-up can take seconds on a loaded machine: wait for it to say
-        # it is ready, so that a case's time limit measures only that case.
-        assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_SECONDS)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line or not json.loads(line).get("ready"):
-            self.close()
-            raise SystemExit(f"tflite_fuzz: the worker did not start within {STARTUP_SECONDS} s")
-
-    def _died(self) -> dict:
-        code = self.proc.wait()
-        self.stderr.seek(0)
-        tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
-        return {"outcome": "crash", "message": f"worker exited with {code}: {' '.join(tail)}"}
-
-    def run(self, case: dict, seconds: float) -> dict:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.write(json.dumps(case) + "\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            return self._died()
-        ready, _, _ = select.select([self.proc.stdout], [], [], seconds)
-        if not ready:
-            self.close()
-            return {"outcome": "hang", "message": f"no answer in {seconds} s"}
-        line = self.proc.stdout.readline()
-        if not line:
-            return self._died()
-        return json.loads(line)
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        if self.alive:
-            self.proc.kill()
-        self.proc.wait()
-        self.stderr.close()
+# -- the campaign --------------------------------------------------------------------------------
 
 
-def campaign(cases: int, seed: int, seconds: float, memory_mb: int, progress=None) -> dict:
-    rng = random.Random(seed)
+def campaign(
+    engine: Engine,
+    cases: int,
+    seed: int,
+    seconds: float,
+    memory_mb: int,
+    *,
+    per_task: int = PER_TASK,
+    only: list[int] | None = None,
+    progress=None,
+) -> dict:
+    """``cases`` per seed model (or the cases ``only`` names), sharded on ``engine``; the report."""
     names = sorted(seeds())
+    indices = only if only is not None else range(cases * len(names))
+    tasks = index_tasks(
+        f"tflite/{seed}", indices, worker_spec(seed, cases, seconds, memory_mb), per_task=per_task
+    )
+    started = time.perf_counter()
+    results = run_indexed(engine, tasks, progress)
+    elapsed = time.perf_counter() - started
     table = {name: Counter() for name in names}
     slowest = {name: 0.0 for name in names}
     failures: list[dict] = []
     messages: Counter = Counter()
-    w = Worker(memory_mb)
-    started = time.perf_counter()
-    try:
-        for name in names:
-            for k in range(cases):
-                case = {"seed": name, "mutations": draw_mutations(rng)}
-                if not w.alive:
-                    w = Worker(memory_mb)
-                result = w.run(case, seconds)
-                table[name][result["outcome"]] += 1
-                slowest[name] = max(slowest[name], result.get("seconds", seconds))
-                if result["outcome"] == "ModelError":
-                    messages[_shape(result["message"])] += 1
-                if result["outcome"] in FAILURES:
-                    failures.append({**case, **result})
-                if progress is not None and (k + 1) % 500 == 0:
-                    progress(f"  {name}: {k + 1} cases, {dict(table[name])}")
-    finally:
-        w.close()
-    elapsed = time.perf_counter() - started
+    lines = []
+    for result in results:
+        index = result.pop("index")
+        case = draw(seed, index, names, cases)
+        name = case["seed"]
+        table[name][result["outcome"]] += 1
+        slowest[name] = max(slowest[name], result.get("seconds", seconds))
+        if result["outcome"] == "ModelError":
+            messages[_shape(result["message"])] += 1
+        if result["outcome"] in FAILURES:
+            failures.append({"index": index, **case, **result})
+        said = (
+            result["message"] if result["outcome"] in ("ModelError", "traceback") else ""
+        )  # a crash's stderr varies
+        lines.append(f"{index}\t{json.dumps(case)}\t{result['outcome']}\t{said}")
     total = sum(table.values(), Counter())
     return {
         "cases_per_seed": cases,
@@ -197,13 +204,30 @@ def campaign(cases: int, seed: int, seconds: float, memory_mb: int, progress=Non
         "total": {o: total[o] for o in OUTCOMES},
         "errors_by_kind": dict(messages.most_common(30)),
         "failures": failures,
+        "case_digest": case_digest(lines),
+        "run": {
+            "engine": engine.name,
+            "tasks": len(tasks),
+            "per_task": per_task,
+            "cases": len(results),
+            "elapsed_seconds": round(elapsed, 1),
+            "cases_per_minute": round(60 * len(results) / max(elapsed, 1e-9)),
+        },
+    }
+
+
+def same_outcomes(report: dict) -> dict:
+    """What must not depend on the engine: every case's outcome and message, the counts."""
+    return {
+        "case_digest": report["case_digest"],
+        "seeds": {name: {o: row[o] for o in OUTCOMES} for name, row in report["seeds"].items()},
+        **{k: report[k] for k in ("total", "errors_by_kind")},
+        "failures": [(f["index"], f["outcome"]) for f in report["failures"]],
     }
 
 
 def _shape(message: str) -> str:
     """A ModelError message with numbers and indices folded, to count kinds of refusal."""
-    import re
-
     return re.sub(r"\d+", "N", message.split(": ", 1)[-1])[:90]
 
 
@@ -213,10 +237,15 @@ def print_table(report: dict) -> None:
         print(f"{name:32s} " + " ".join(f"{row[o]:10d}" for o in OUTCOMES) + f" {row['max_seconds']:8.4f}")
     total = report["total"]
     print(f"{'total':32s} " + " ".join(f"{total[o]:10d}" for o in OUTCOMES))
-    print(f"{sum(total.values())} cases in {report['elapsed_seconds']} s, seed {report['seed']}")
+    run = report["run"]
+    print(
+        f"{sum(total.values())} cases in {report['elapsed_seconds']} s on {run['engine']} ({run['tasks']} tasks), "
+        f"seed {report['seed']}; case digest {report['case_digest'][:16]}"
+    )
     for f in report["failures"][:10]:
         print(
-            f"FAILURE {f['outcome']} {f['seed']} {f['mutations']}: {f.get('message', '')}\n{f.get('tb', '')}"
+            f"FAILURE {f['outcome']} #{f['index']} {f['seed']} {f['mutations']}: {f.get('message', '')}\n"
+            f"{f.get('tb', '')}"
         )
 
 
@@ -228,14 +257,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--memory-mb", type=int, default=256, help="address space the worker may add (0: no cap)"
     )
+    parser.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: this one)")
+    parser.add_argument("--ray", metavar="auto|ADDRESS", help="run the shards on Ray (refsim[cluster])")
+    parser.add_argument("--per-task", type=int, default=PER_TASK, help="cases per shard (engine task)")
+    parser.add_argument("--only", help="comma-separated case indices: replay these cases alone")
+    parser.add_argument("--scaling", help="comma-separated engines to time the campaign on: 1,2,ray1,ray2")
     parser.add_argument("--json", type=Path, default=RESULTS, help="write the report here")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        worker(args.memory_mb)
+        worker(args)
         return 0
-    report = campaign(args.cases, args.seed, args.seconds, args.memory_mb, None if args.quiet else print)
+
+    only = [int(i) for i in args.only.split(",")] if args.only else None
+    total = args.cases * len(seeds())
+    if only is not None and not all(0 <= i < total for i in only):
+        parser.error(f"--only: case indices run from 0 to {total - 1} with --cases {args.cases}")
+    total = len(only) if only is not None else total
+    progress = None if args.quiet else (lambda n: print(f"  {n}/{total} cases", flush=True))
+
+    def run(engine: Engine) -> dict:
+        return campaign(
+            engine,
+            args.cases,
+            args.seed,
+            args.seconds,
+            args.memory_mb,
+            per_task=args.per_task,
+            only=only,
+            progress=progress,
+        )
+
+    try:
+        if args.scaling:
+            report, rows = measure_engines(run, args.scaling.split(","), same_outcomes)
+            report["scaling"] = rows
+            report["worker_start_s"] = worker_start_seconds(
+                worker_spec(args.seed, args.cases, args.seconds, args.memory_mb)
+            )
+            report["provenance"] = provenance(ROOT, "shared machine (2 cores, other jobs): compare ratios")
+        else:
+            with make_engine(args.workers, args.ray) as engine:
+                report = run(engine)
+    except RefsimError as exc:
+        print(f"tflite_fuzz: {exc}", file=sys.stderr)
+        return 2
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1) + "\n")
     if not args.quiet:

@@ -504,8 +504,9 @@ def random_inputs(method, rng: np.random.Generator) -> list:
     return values
 
 
-def run_case(data: bytes, seed: int = 0, limit: float = ALARM_SECONDS) -> Outcome:
-    """Load, bind and execute ``data`` the way `refsim run` does (reports included)."""
+def run_case(data: bytes, seed: int | tuple[int, ...] = 0, limit: float = ALARM_SECONDS) -> Outcome:
+    """Load, bind and execute ``data`` the way `refsim run` does (reports included), on inputs
+    from ``default_rng(seed)`` (a campaign's case ``i`` passes ``(seed, i)``)."""
     from refsim.runtime.describe import method_ops, scratch_bytes
 
     stage = "load"

@@ -30,24 +30,25 @@ def test_ci_sized_campaign(tmp_path):
 
 
 def test_a_dying_worker_is_a_crash_and_the_campaign_goes_on():
-    """The harness itself: a case the worker cannot even start (an unknown seed model) kills
-    it; that is reported as a crash, and the next case gets a fresh worker."""
+    """The harness itself (refsim.fuzzing.CaseWorker): a case the worker cannot even start (an
+    unknown seed model) kills it; that is reported as a crash, and the next case gets a fresh
+    worker."""
+    from refsim.fuzzing import CaseWorker
+
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import tflite_fuzz
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    w = tflite_fuzz.Worker(memory_mb=0)
-    try:
-        result = w.run({"seed": "no such model", "mutations": []}, seconds=60)
+    spec = tflite_fuzz.worker_spec(seed=0, cases=1, seconds=60, memory_mb=0)
+    with CaseWorker(spec) as w:
+        result = w.run({"seed": "no such model", "mutations": []})
         assert result["outcome"] == "crash" and "KeyError" in result["message"], result
-    finally:
-        w.close()
-    w = tflite_fuzz.Worker(memory_mb=0)
-    try:
-        assert w.run({"seed": "conv", "mutations": []}, seconds=60)["outcome"] == "loaded"
-        assert (
-            w.run({"seed": "conv", "mutations": [["truncate", 10, 0]]}, seconds=60)["outcome"] == "ModelError"
-        )
-    finally:
-        w.close()
+        assert not w.alive
+    with CaseWorker(spec) as w:
+        assert w.run({"seed": "conv", "mutations": []})["outcome"] == "loaded"
+        assert w.run({"seed": "conv", "mutations": [["truncate", 10, 0]]})["outcome"] == "ModelError"
+        assert w.run({"index": 2})["outcome"] in (
+            "loaded",
+            "ModelError",
+        )  # one case per model: the third model's
