@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,8 @@ CLAIM = 8
 #: Samples per stacked call, at most, and the bytes of stacked arenas a runner may take.
 STACK = 64
 STACK_BYTES = 8 << 20
+#: A stacked chunk shorter than this runs every chunk on one thread (`_run_stacked`).
+PARALLEL_MIN_SECONDS = 0.002
 
 
 def default_workers() -> int:
@@ -204,30 +207,43 @@ def _execute(method, arrays, count, workers, progress, stacked) -> list[Any]:
 
 
 def _run_stacked(stacks: list[StackedMethod], arrays: list[Any], count: int, progress) -> list[np.ndarray]:
+    """Chunks of `StackedMethod.size` samples claimed by the runners. The first chunk runs on this
+    thread and is timed: below `PARALLEL_MIN_SECONDS` a chunk is too short for a second thread to
+    pay (each op's Python between the GIL-free kernels hands the GIL back and forth: AD's chunks ran
+    2.6x slower on two threads than on one), so the rest runs here too. Which thread runs a chunk
+    cannot move a bit (the module docstring)."""
     size = stacks[0].size
     results = [np.empty((count, *o.sizes), o.dtype) for o in stacks[0].method.outputs]
     claimed = 0
     lock = threading.Lock()
 
-    def work(stack: StackedMethod) -> None:
+    def claim() -> tuple[int, int] | None:
         nonlocal claimed
-        while True:
-            with lock:
-                start = claimed
-                claimed = min(count, claimed + size)
-                stop = claimed
-            if start >= count:
-                return
-            chunk = [a[start:stop] for a in arrays]
-            if stop - start < size:  # a short last chunk: fill the stack with copies of its last sample
-                fill = size - (stop - start)
-                chunk = [np.concatenate([c, np.repeat(c[-1:], fill, axis=0)]) for c in chunk]
-            for k, out in enumerate(stack.run(chunk)):
-                results[k][start:stop] = out[: stop - start]
-            if progress is not None:
-                progress(stop - start)
+        with lock:
+            start = claimed
+            claimed = min(count, claimed + size)
+            return (start, claimed) if start < count else None
 
-    if len(stacks) == 1:
+    def run(stack: StackedMethod, start: int, stop: int) -> None:
+        chunk = [a[start:stop] for a in arrays]
+        if stop - start < size:  # a short last chunk: fill the stack with copies of its last sample
+            fill = size - (stop - start)
+            chunk = [np.concatenate([c, np.repeat(c[-1:], fill, axis=0)]) for c in chunk]
+        for k, out in enumerate(stack.run(chunk)):
+            results[k][start:stop] = out[: stop - start]
+        if progress is not None:
+            progress(stop - start)
+
+    def work(stack: StackedMethod) -> None:
+        while (span := claim()) is not None:
+            run(stack, *span)
+
+    first = claim()
+    if first is None:
+        return results
+    started = time.perf_counter()
+    run(stacks[0], *first)
+    if len(stacks) == 1 or time.perf_counter() - started < PARALLEL_MIN_SECONDS:
         work(stacks[0])
     else:
         with ThreadPoolExecutor(len(stacks), thread_name_prefix="refsim-stack") as pool:
