@@ -165,6 +165,33 @@ def _add_kernel(
     return out
 
 
+#: From this many elements an add reads its outputs from a table of every input pair (`_add_table`).
+ADD_TABLE_MIN_ELEMENTS = 1 << 14
+_add_tables: dict[tuple, np.ndarray] = {}
+
+
+def _add_table(scalars: tuple) -> np.ndarray:
+    """The add's output for every pair of int8 inputs, ``table[(a + 128)·256 + b + 128]``, computed by
+    `_add_kernel` itself over the 65,536 pairs: reading it is the same function, by construction.
+    Kept per parameter set (a program's add layers have a few), which pays from one 128x128 map."""
+    table = _add_tables.get(scalars)
+    if table is None:
+        values = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int8)
+        table = _add_kernel(np.repeat(values, 256), np.tile(values, 256), *scalars)
+        if len(_add_tables) >= 64:  # bounded: a long-lived process may meet many parameter sets
+            _add_tables.clear()
+        _add_tables[scalars] = table
+    return table
+
+
+@jit
+def _look_up_pairs(a, b, table):
+    out = np.empty(a.shape[0], np.int8)
+    for i in range(a.shape[0]):
+        out[i] = table[(np.int32(a[i]) + 128) * 256 + np.int32(b[i]) + 128]
+    return out
+
+
 def elementwise_add_s8_reference(
     input_1: np.ndarray,
     input_2: np.ndarray,
@@ -223,6 +250,8 @@ def elementwise_add_s8(
     """
     input_1, input_2, shape, scalars = _prepare_add(input_1, input_2, locals())
     a, b = _flat_pair(input_1, input_2, shape)
+    if a.shape[0] >= ADD_TABLE_MIN_ELEMENTS:
+        return _look_up_pairs(a, b, _add_table(scalars)).reshape(shape)
     return _add_kernel(a, b, *scalars).reshape(shape)
 
 

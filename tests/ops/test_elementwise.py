@@ -86,6 +86,22 @@ def test_add_reference_matches_fast_path(pair, kwargs):
     assert fast.shape == np.broadcast_shapes(a.shape, b.shape)
 
 
+@settings(max_examples=40)
+@given(kwargs=add_kwargs(), seed=st.integers(0, 2**32 - 1), broadcast=st.booleans())
+def test_add_table_path_equals_the_reference(kwargs, seed, broadcast):
+    """From `ADD_TABLE_MIN_ELEMENTS` an add reads its table: every one of the 65,536 input pairs, in
+    a shuffled order (so a wrong index cannot pass), against the reference loop; and a broadcast."""
+    rng = np.random.default_rng(seed)
+    values = np.arange(-128, 128, dtype=np.int8)
+    order = rng.permutation(256 * 256)
+    a, b = np.repeat(values, 256)[order], np.tile(values, 256)[order]
+    if broadcast:
+        a, b = a.reshape(256, 16, 16)[:, :, :1], b.reshape(256, 16, 16)  # a [256, 16, 1] against b
+    assert np.broadcast_shapes(a.shape, b.shape) == (256, 16, 16) or not broadcast
+    got = ew.elementwise_add_s8(a, b, **kwargs)
+    np.testing.assert_array_equal(got, ew.elementwise_add_s8_reference(a, b, **kwargs))
+
+
 @given(pair=broadcast_pairs(), kwargs=mul_kwargs())
 def test_mul_reference_matches_fast_path(pair, kwargs):
     a, b = pair
