@@ -35,6 +35,8 @@ import numpy as np
 
 #: ``REFSIM_INTEGER_GEMM=0`` keeps batched runs on the float32 product (for A/B measurements).
 ENV = "REFSIM_INTEGER_GEMM"
+#: Sessions kept at most (one per weight matrix and zero point: a few programs' layers).
+MAX_SESSIONS = 512
 
 
 def cpu_has_vnni(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
@@ -85,6 +87,8 @@ class IntegerMatmul:
         entry = self._sessions.get(key)
         if entry is None or entry[0] is not weight_t:  # the id of a freed matrix may come back
             with self._lock:
+                if len(self._sessions) >= MAX_SESSIONS:  # a session keeps its matrix alive: bounded
+                    self._sessions.clear()
                 entry = (weight_t, self._session(weight_t, zero_point))
                 self._sessions[key] = entry
         return entry[1].run(None, {"A": np.ascontiguousarray(a)})[0]
