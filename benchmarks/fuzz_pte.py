@@ -63,6 +63,7 @@ from refsim.fuzzing import (  # noqa: E402
     measure_engines,
     provenance,
     run_indexed,
+    run_record,
     serve,
     worker_start_seconds,
 )
@@ -211,14 +212,7 @@ def campaign(
         "corpus": settings.corpus,
         "semantic_share": settings.semantic_share,
         "case_digest": case_digest(lines),
-        "run": {
-            "engine": engine.name,
-            "tasks": len(tasks),
-            "per_task": per_task,
-            "cases": len(results),
-            "elapsed_seconds": round(elapsed, 1),
-            "cases_per_minute": round(60 * len(results) / max(elapsed, 1e-9)),
-        },
+        "run": run_record(engine.name, len(tasks), per_task, len(results), elapsed),
     }
 
 

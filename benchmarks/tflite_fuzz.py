@@ -58,6 +58,7 @@ from refsim.fuzzing import (  # noqa: E402
     measure_engines,
     provenance,
     run_indexed,
+    run_record,
     serve,
     worker_start_seconds,
 )
@@ -205,14 +206,7 @@ def campaign(
         "errors_by_kind": dict(messages.most_common(30)),
         "failures": failures,
         "case_digest": case_digest(lines),
-        "run": {
-            "engine": engine.name,
-            "tasks": len(tasks),
-            "per_task": per_task,
-            "cases": len(results),
-            "elapsed_seconds": round(elapsed, 1),
-            "cases_per_minute": round(60 * len(results) / max(elapsed, 1e-9)),
-        },
+        "run": run_record(engine.name, len(tasks), per_task, len(results), elapsed),
     }
 
 

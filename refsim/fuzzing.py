@@ -251,6 +251,18 @@ def case_digest(lines: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
+def run_record(engine_name: str, tasks: int, per_task: int, cases: int, elapsed: float) -> dict:
+    """A campaign report's ``run`` entry: where it ran, in how many shards, how fast."""
+    return {
+        "engine": engine_name,
+        "tasks": tasks,
+        "per_task": per_task,
+        "cases": cases,
+        "elapsed_seconds": round(elapsed, 1),
+        "cases_per_minute": round(60 * cases / max(elapsed, 1e-9)),
+    }
+
+
 # -- cases/min against engines -----------------------------------------------------------------
 
 #: ``--scaling`` ways: workers and Ray address for :func:`refsim.engine.make_engine`.
@@ -357,6 +369,7 @@ __all__ = [
     "measure_engines",
     "provenance",
     "run_indexed",
+    "run_record",
     "serve",
     "shard_task",
     "worker_start_seconds",
