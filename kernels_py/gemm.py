@@ -254,14 +254,10 @@ def convolve_gemm(input, weight_t, table, input_offset, output_offset,
         return output
     step = block_rows(depth, out_c)
     col = np.empty((min(step, rows), depth), np.float32)
-    pointwise = (
-        k_h == k_w == stride_h == stride_w == 1 and pad_h == pad_w == 0 and input.shape[1:3] == (out_h, out_w)
-    )
-    pixels = input.reshape(rows, depth) if pointwise else None  # 1x1: the input already is the matrix
-    if pixels is None:  # tall and wide enough for every tap of every output pixel
-        height = max(input.shape[1] + pad_h, (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1)
-        width = max(input.shape[2] + pad_w, (out_w - 1) * stride_w + (k_w - 1) * dil_w + 1)
-        image = _padded(input, input_offset, pad_h, pad_w, height, width)
+    extent = _padded_extent(input, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, k_h, k_w, out_h, out_w)
+    pixels = input.reshape(rows, depth) if extent is None else None  # 1x1: the input already is the matrix
+    if extent is not None:
+        image = _padded(input, input_offset, pad_h, pad_w, *extent)
     for r0 in range(0, rows, step):
         r1 = min(rows, r0 + step)
         block = col[: r1 - r0]
@@ -275,19 +271,31 @@ def convolve_gemm(input, weight_t, table, input_offset, output_offset,
     return output
 
 
+def _padded_extent(input, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, k_h, k_w, out_h, out_w):
+    """None for a 1x1 convolution whose input already is the im2col matrix; else the (height, width)
+    of the padded image, tall and wide enough for every tap of every output pixel."""
+    if k_h == k_w == stride_h == stride_w == 1 and pad_h == pad_w == 0 and input.shape[1:3] == (out_h, out_w):
+        return None
+    height = max(input.shape[1] + pad_h, (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1)
+    width = max(input.shape[2] + pad_w, (out_w - 1) * stride_w + (k_w - 1) * dil_w + 1)
+    return height, width
+
+
+def _integer_rows(matmul, a, zero_point, weight_t, table, output_offset, act_min, act_max, out) -> None:
+    """``out`` from one block of uint8 rows ``a`` on the integer product, requantized (int32 sums: one part)."""
+    sums = matmul(a, zero_point, weight_t)
+    _requantize_rows(sums.reshape(1, *sums.shape), table, output_offset, act_min, act_max, out)
+
+
 def _convolve_integer(matmul, zero_point, input, weight_t, table, output_offset, stride_h, stride_w,
                       pad_h, pad_w, dil_h, dil_w, act_min, act_max, k_h, k_w, out_h, out_w, flat) -> None:  # fmt: skip
     """`convolve_gemm` on the installed integer product (module docstring), into ``flat`` [rows, C_OUT]."""
     rows, depth = flat.shape[0], weight_t.shape[0]
-    pointwise = (
-        k_h == k_w == stride_h == stride_w == 1 and pad_h == pad_w == 0 and input.shape[1:3] == (out_h, out_w)
-    )
-    if pointwise:
+    extent = _padded_extent(input, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, k_h, k_w, out_h, out_w)
+    if extent is None:
         pixels = input.reshape(rows, depth)
     else:
-        height = max(input.shape[1] + pad_h, (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1)
-        width = max(input.shape[2] + pad_w, (out_w - 1) * stride_w + (k_w - 1) * dil_w + 1)
-        image = _padded_u8(input, zero_point, pad_h, pad_w, height, width)
+        image = _padded_u8(input, zero_point, pad_h, pad_w, *extent)
         col = np.empty((min(INTEGER_BLOCK_ROWS, rows), depth), np.uint8)
         # im2col moves whole channel runs: as 2-, 4- or 8-byte words when C_IN allows (the same bytes)
         word = next(
@@ -298,7 +306,7 @@ def _convolve_integer(matmul, zero_point, input, weight_t, table, output_offset,
         image_words, col_words = image.view(word), col.view(word)
     for r0 in range(0, rows, INTEGER_BLOCK_ROWS):
         r1 = min(rows, r0 + INTEGER_BLOCK_ROWS)
-        if pointwise:
+        if extent is None:
             block = _biased_u8(pixels[r0:r1])
         else:
             block = col[: r1 - r0]
@@ -315,8 +323,9 @@ def _convolve_integer(matmul, zero_point, input, weight_t, table, output_offset,
                 r0,
                 col_words[: r1 - r0],
             )
-        sums = matmul(block, zero_point, weight_t)
-        _requantize_rows(sums.reshape(1, *sums.shape), table, output_offset, act_min, act_max, flat[r0:r1])
+        _integer_rows(
+            matmul, block, zero_point, weight_t, table, output_offset, act_min, act_max, flat[r0:r1]
+        )
 
 
 @jit
@@ -355,8 +364,10 @@ def _fully_connected_gemm_into(
     if matmul is not None:
         for r0 in range(0, rows, INTEGER_BLOCK_ROWS):
             r1 = min(rows, r0 + INTEGER_BLOCK_ROWS)
-            sums = matmul(_biased_u8(input[r0:r1]), zero_point, weight_t)
-            _requantize_rows(sums.reshape(1, *sums.shape), table, output_offset, act_min, act_max, out[r0:r1])
+            block = _biased_u8(input[r0:r1])
+            _integer_rows(
+                matmul, block, zero_point, weight_t, table, output_offset, act_min, act_max, out[r0:r1]
+            )
         return
     step = block_rows(depth, weight_t.shape[1])
     col = np.empty((min(step, rows), depth), np.float32)

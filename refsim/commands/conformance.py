@@ -226,7 +226,6 @@ def _run_c_kernels(
     per_task: int,
 ) -> None:
     """The run itself, in this process (``runner`` None) or on the engine ``runner``."""
-    from refsim.conformance import vectors as vec
     from refsim.qemu import conformance as qc
     from refsim.qemu import timing_cli
 
@@ -263,13 +262,10 @@ def _run_c_kernels(
         )
         return
     if vectors is not None:
-        chosen = set(vec.resolve_functions(kernel))
-        todo = [c for c in vec.iter_directory(vectors) if c.function in chosen]
+        todo = _vector_cases(vectors, kernel)
         source = str(vectors)
     else:
-        functions = qc.kernel_functions(kernel)
-        if not functions:
-            raise VectorError(f"--kernel {' '.join(kernel or ['all'])}: no such function has a C kernel")
+        functions = _c_kernel_functions(kernel)
         with _progress() as progress:
             task = progress.add_task("generating cases", total=len(functions) * cases)
             todo = qc.generate_cases(functions, cases, seed, progress=lambda n: progress.advance(task, n))
@@ -281,6 +277,24 @@ def _run_c_kernels(
         )
     _conclude(report, target, source, count_instructions, failures_dir, count_cycles=count_cycles,
               system=system, todo=todo, timed_cpu=timed_cpu)  # fmt: skip
+
+
+def _vector_cases(vectors: Path, kernel: list[str] | None) -> list:
+    """The vectors in ``vectors`` of the functions ``--kernel`` names."""
+    from refsim.conformance import vectors as vec
+
+    chosen = set(vec.resolve_functions(kernel))
+    return [c for c in vec.iter_directory(vectors) if c.function in chosen]
+
+
+def _c_kernel_functions(kernel: list[str] | None) -> list[str]:
+    """The functions ``--kernel`` names that have a C kernel; none is an error."""
+    from refsim.qemu import conformance as qc
+
+    functions = qc.kernel_functions(kernel)
+    if not functions:
+        raise VectorError(f"--kernel {' '.join(kernel or ['all'])}: no such function has a C kernel")
+    return functions
 
 
 def _run_sharded(
@@ -296,9 +310,7 @@ def _run_sharded(
     per_task: int,
 ) -> None:
     """The campaign as engine tasks (refsim/qemu/campaign.py); the same report as the serial path."""
-    from refsim.conformance import vectors as vec
     from refsim.qemu import campaign
-    from refsim.qemu import conformance as qc
 
     spec = campaign.TargetSpec(
         target.isa,
@@ -306,16 +318,10 @@ def _run_sharded(
         str(kernels_dir.resolve()) if kernels_dir is not None else None,
     )
     if vectors is not None:
-        chosen = set(vec.resolve_functions(kernel))
-        tasks = campaign.case_tasks(
-            [c for c in vec.iter_directory(vectors) if c.function in chosen], per_task=per_task
-        )
+        tasks = campaign.case_tasks(_vector_cases(vectors, kernel), per_task=per_task)
         source = str(vectors)
     else:
-        functions = qc.kernel_functions(kernel)
-        if not functions:
-            raise VectorError(f"--kernel {' '.join(kernel or ['all'])}: no such function has a C kernel")
-        tasks = campaign.generated_tasks(functions, cases, seed, per_task=per_task)
+        tasks = campaign.generated_tasks(_c_kernel_functions(kernel), cases, seed, per_task=per_task)
         source = f"seed {seed}, {cases} per kernel"
     total = sum(campaign.task_cases(t) for t in tasks)
     started = time.perf_counter()

@@ -25,6 +25,7 @@ a session serves every thread at once.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import platform
 import threading
@@ -120,26 +121,21 @@ class IntegerMatmul:
         )
 
 
-_product: IntegerMatmul | None = None
-_made = False
 _users = 0
 _saved = None
 _state = threading.Lock()
 
 
+@functools.cache
 def product() -> IntegerMatmul | None:
     """This process's integer product, made on first use; None when ONNX Runtime is not installed (the
     ``fast`` extra) or ``REFSIM_INTEGER_GEMM=0``."""
-    global _product, _made
-    with _state:
-        if not _made:
-            _made = True
-            if os.environ.get(ENV, "1") != "0":
-                try:
-                    _product = IntegerMatmul()
-                except ImportError:
-                    _product = None
-    return _product
+    if os.environ.get(ENV, "1") == "0":
+        return None
+    try:
+        return IntegerMatmul()
+    except ImportError:
+        return None
 
 
 @contextlib.contextmanager
