@@ -142,9 +142,9 @@ def _im2col(image, k_h, k_w, stride_h, stride_w, dil_h, dil_w, out_h, out_w, row
     for r in range(col.shape[0]):
         start = ((b * height + oy * stride_h) * width + ox * stride_w) * in_c
         d = r * depth
-        for ky in range(k_h):
+        for _ky in range(k_h):
             s = start
-            for _ in range(runs):
+            for _kx in range(runs):
                 src = pixels[s : s + run]
                 dst = flat[d : d + run]
                 for i in range(run):
@@ -274,14 +274,17 @@ def block_rows(depth: int, out_c: int) -> int:
 
 def convolve_gemm(input, weight_t, table, input_offset, output_offset,
                   stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, act_min, act_max,
-                  k_h, k_w, out_h, out_w):  # fmt: skip
+                  k_h, k_w, out_h, out_w, output=None):  # fmt: skip
     """``arm_convolve_s8`` (groups = 1) on [N, H, W, C_IN] int8, with ``weight_t`` from `conv_filter_matrix`
-    and ``table`` from `requantize_table`: the int8 [N, out_h, out_w, C_OUT] ``conv._convolve_kernel`` gives.
-    Output pixels (rows) are independent, so they go through in blocks that stay in cache."""
+    and ``table`` from `requantize_table`: the int8 [N, out_h, out_w, C_OUT] ``conv._convolve_kernel`` gives,
+    written into ``output`` when given (C-contiguous, not overlapping ``input``: a prepared call's arena
+    view, saving a copy), else into a new array. Output pixels (rows) are independent, so they go
+    through in blocks that stay in cache."""
     n_batch = input.shape[0]
     depth, out_c = weight_t.shape
     rows = n_batch * out_h * out_w
-    output = np.empty((n_batch, out_h, out_w, out_c), np.int8)
+    if output is None:
+        output = np.empty((n_batch, out_h, out_w, out_c), np.int8)
     flat = output.reshape(rows, out_c)
     matmul, zero_point = _integer_zero_point(input_offset)
     if matmul is not None:

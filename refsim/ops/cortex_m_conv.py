@@ -265,13 +265,21 @@ def _conv_operands(a: Args, kind: str, call: _ConvCall, checked: bool):
     return ktconv._transpose_conv_kernel, (x, weight, bias, *head, *tail)
 
 
+def _conv_plan(a: Args, fn: Callable, operands: tuple, dst: np.ndarray) -> _Plan:
+    """The prepared call; the GEMM route writes its output straight into the arena view ``dst`` (its
+    last operand; the planner never lets a call's output overlap its live input), the others return a
+    new array that is copied there."""
+    watch = _watch(a, "input", "weight", "bias", "requantize_multipliers", "requantize_shifts", "out")
+    if fn is gemm.convolve_gemm and dst.flags.c_contiguous:
+        return _Plan(a, fn, (*operands, dst), None, watch)
+    return _Plan(a, fn, operands, dst, watch)
+
+
 def _conv_prepare(kind: str) -> Callable[[Args], _Plan]:
     def prepare(a: Args) -> _Plan:
         call = _conv_call(a, kind)
         fn, operands = _conv_operands(a, kind, call, cortex_m_calls.CHECKED)
-        dst = _view(a.out, call.output_dims.shape)
-        watch = _watch(a, "input", "weight", "bias", "requantize_multipliers", "requantize_shifts", "out")
-        return _Plan(a, fn, operands, dst, watch)
+        return _conv_plan(a, fn, operands, _view(a.out, call.output_dims.shape))
 
     return prepare
 

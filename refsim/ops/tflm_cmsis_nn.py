@@ -51,7 +51,7 @@ from refsim.ops.cortex_m_calls import (
     _view,
     _watch,
 )
-from refsim.ops.cortex_m_conv import _conv_operands, _conv_scratch_need, _ConvCall, _pair, _quant
+from refsim.ops.cortex_m_conv import _conv_operands, _conv_plan, _conv_scratch_need, _ConvCall, _pair, _quant
 from refsim.ops.registry import Args, register
 from refsim.ops.work_params import dims as _dims
 from refsim.ops.work_params import tiles as _tiles
@@ -134,8 +134,7 @@ def _register_conv(kind: str, name: str, function: str, doc: str) -> None:
     def prepare(a: Args) -> _Plan:
         call = _tflm_conv_call(a, kind)
         fn, operands = _conv_operands(a, kind, call, checked=False)
-        watch = _watch(a, "input", "weight", "bias", "requantize_multipliers", "requantize_shifts", "out")
-        return _Plan(a, fn, operands, _view(a.out, call.output_dims.shape), watch)
+        return _conv_plan(a, fn, operands, _view(a.out, call.output_dims.shape))
 
     def run(a: Args) -> None:
         _execute(a, prepare)
