@@ -263,45 +263,67 @@ def depthwise_row_operands(filter, bias, multiplier, shift, out_w: int) -> tuple
     return np.ascontiguousarray(taps.reshape(k_h, k_w, out_w * out_c)), np.ascontiguousarray(table)
 
 
-#: `_depthwise_rows_kernel` pays off from this output width (measured: 4-6x at 48 pixels x 8 channels,
-#: 1.3x at 12 x 64, slower at 6 x 128 than the per-pixel kernel).
-ROWS_MIN_WIDTH = 8
+def rows_kernel_pays(channels: int, out_w: int, stride_w: int) -> bool:
+    """Whether `_depthwise_rows_kernel` beats the per-pixel kernel (ch_mult 1). Measured on a Zen 5 core
+    (min of 25 calls of 64 samples, 3x3 taps): it wins where the per-pixel kernel's channel loop is
+    short, 5.3x at 48x48x8, 1.5x at 48x48x16 stride 2, 1.7x at 24x24x32, 1.8x at 10x5x16, and at
+    stride 1 from 8 pixels a row (1.2x at 12x12x64); it loses where the channel loop is long and the
+    row's repeated weights stop fitting in L1 (0.6-0.9x at 64 channels and more, 5 or 6 pixels a row, or
+    stride 2)."""
+    if stride_w == 1 and out_w >= 8:
+        return True
+    return channels <= 32 and out_w * channels >= 64
 
 
 @jit
 def _depthwise_rows_kernel(
     input, row_taps, table, input_offset, output_offset,
-    stride_h, pad_h, pad_w, dil_h, dil_w, act_min, act_max, out_h, out_w,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, act_min, act_max, out_h, out_w,
 ):  # fmt: skip
-    """`_depthwise_conv_kernel` for ``ch_mult`` 1 and horizontal stride 1, a whole output row at a time.
+    """`_depthwise_conv_kernel` for ``ch_mult`` 1, a whole output row at a time.
 
-    With a horizontal stride of 1, the inputs that tap (ky, kx) reads for every pixel and channel of
-    an output row are one contiguous run of the (offset, zero-padded) input row, and the tap's
-    weights repeat every C channels (`depthwise_row_operands`): each tap is one long int32
-    multiply-add over out_w·C lanes instead of out_w short ones. The same products and the same
-    wrapping int32 sum (order does not matter modulo 2^32), zero at padding taps as the skipped taps
-    of the reference; requantization is gemm's int32-lane steps."""
+    The padded input row is held as ``stride_w`` phases, phase p holding padded pixels p, p + stride_w,
+    ... (one phase when stride_w is 1). The inputs that tap (ky, kx) reads for every pixel and channel
+    of an output row are then one contiguous run of one phase (padded column ox·stride_w + kx·dil_w
+    is pixel ox + (kx·dil_w) // stride_w of phase (kx·dil_w) % stride_w), and the tap's weights repeat
+    every C channels (`depthwise_row_operands`): each tap is one long int32 multiply-add over out_w·C
+    lanes instead of out_w short ones. The same products and the same wrapping int32 sum (order does
+    not matter modulo 2^32), zero at padding taps as the skipped taps of the reference; requantization
+    is gemm's int32-lane steps, with int32 constants (as int64 they halve the vector width)."""
     batches, in_h, in_w, c = input.shape
     k_h, k_w, length = row_taps.shape
     height = max(in_h + pad_h, (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1)
-    width = max(in_w + pad_w, out_w + (k_w - 1) * dil_w)
-    image = np.zeros((height, width * c), np.int32)  # one sample: x + offset inside, 0 in the border
+    width = max(in_w + pad_w, (out_w - 1) * stride_w + (k_w - 1) * dil_w + 1)
+    phase_w = -(-width // stride_w)
+    # one sample: x + offset inside, 0 in the border (never written, so it stays 0)
+    image = np.zeros((stride_w, height, phase_w * c), np.int32)
     output = np.empty((batches, out_h, out_w, c), np.int8)
     sums = np.empty(length, np.int32)
     lanes = lane_table(table)
     bias, mult, left, right, mask, half = lanes[0], lanes[1], lanes[2], lanes[3], lanes[4], lanes[5]
+    offset, out_offset = np.int32(input_offset), np.int32(output_offset)
+    low, high = np.int32(act_min), np.int32(act_max)
     for b in range(batches):
         for y in range(in_h):
             src = input[b, y].reshape(-1)
-            dst = image[pad_h + y, pad_w * c : (pad_w + in_w) * c]
-            for j in range(in_w * c):
-                dst[j] = np.int32(src[j]) + input_offset
+            if stride_w == 1:  # the whole input row is one run of the one phase
+                dst = image[0, pad_h + y, pad_w * c : (pad_w + in_w) * c]
+                for j in range(in_w * c):
+                    dst[j] = np.int32(src[j]) + offset
+            else:
+                for x in range(in_w):
+                    column = pad_w + x
+                    i = column // stride_w
+                    dst = image[column % stride_w, pad_h + y, i * c : (i + 1) * c]
+                    pixel = src[x * c : (x + 1) * c]
+                    for j in range(c):
+                        dst[j] = np.int32(pixel[j]) + offset
         for oy in range(out_h):
             sums[:] = 0
             for ky in range(k_h):
-                row = image[oy * stride_h + ky * dil_h]
                 for kx in range(k_w):
-                    run = row[kx * dil_w * c : kx * dil_w * c + length]
+                    start = (kx * dil_w) // stride_w * c
+                    run = image[(kx * dil_w) % stride_w, oy * stride_h + ky * dil_h, start : start + length]
                     taps = row_taps[ky, kx]
                     for j in range(length):  # int32 storage: each += wraps as the Arm accumulator
                         sums[j] += run[j] * taps[j]
@@ -312,8 +334,8 @@ def _depthwise_rows_kernel(
                 h = np.int32((np.int64(v) * np.int64(mult[j]) + (np.int64(1) << 30)) >> 31)
                 r = np.int32(h >> right[j])
                 r = np.int32(r + ((h & mask[j]) > (half[j] + (r < 0))))
-                r = np.int32(r + output_offset)
-                out[j] = min(max(r, act_min), act_max)
+                r = np.int32(r + out_offset)
+                out[j] = min(max(r, low), high)
     return output
 
 

@@ -252,11 +252,11 @@ def _conv_operands(a: Args, kind: str, call: _ConvCall, checked: bool):
         filter2d = weight.reshape(f.n, -1).astype(np.int16)
         tail = (s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, f.h, f.w, *call.output_hw)  # fmt: skip
         return kconv._convolve_kernel, (x, filter2d, bias, *head, *tail)
-    if kind == "depthwise" and p.ch_mult == 1 and s.w == 1 and call.output_hw[1] >= kdw.ROWS_MIN_WIDTH:
+    if kind == "depthwise" and p.ch_mult == 1 and kdw.rows_kernel_pays(call.output_dims.c, call.output_hw[1], s.w):
         taps, table = kdw.depthwise_row_operands(
             weight, bias, quant.multiplier, quant.shift, call.output_hw[1]
         )
-        tail = (s.h, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, *call.output_hw)
+        tail = (s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, *call.output_hw)
         return kdw._depthwise_rows_kernel, (x, taps, table, p.input_offset, p.output_offset, *tail)
     if kind == "depthwise":
         tail = (p.ch_mult, s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, *call.output_hw)  # fmt: skip

@@ -92,12 +92,10 @@ def test_reference_equals_fast_path(case):
 
 @given(dw_cases(ch_mult_1=True), st.integers(1, 12), st.booleans())
 def test_row_kernel_equals_the_reference(case, wide, extreme):
-    """The whole-row kernel the runtime prepares for ch_mult 1 and horizontal stride 1 (refsim.ops:
-    out_w >= ROWS_MIN_WIDTH), on every other drawn parameter, wider rows, and the largest products."""
+    """The whole-row kernel the runtime prepares for ch_mult 1 (refsim.ops, where
+    `rows_kernel_pays`), on every other drawn parameter (horizontal strides and dilations
+    included), wider rows, and the largest products."""
     x, w, bias, p, quant, _ = case
-    p = DwConvParams(
-        p.input_offset, p.output_offset, 1, Tile(1, p.stride.h), p.padding, p.dilation, p.activation
-    )
     x = np.concatenate([x] * wide, axis=2)  # wider rows: out_w up to ~75
     if extreme:
         x[...] = 127 if p.input_offset > 0 else -128
@@ -106,8 +104,8 @@ def test_row_kernel_equals_the_reference(case, wide, extreme):
     out_h, out_w = expected.shape[1:3]
     taps, table = dw.depthwise_row_operands(w, bias, quant.multiplier, quant.shift, out_w)
     got = dw._depthwise_rows_kernel(
-        x, taps, table, p.input_offset, p.output_offset, p.stride.h, p.padding.h, p.padding.w,
-        p.dilation.h, p.dilation.w, p.activation.min, p.activation.max, out_h, out_w,
+        x, taps, table, p.input_offset, p.output_offset, p.stride.h, p.stride.w, p.padding.h,
+        p.padding.w, p.dilation.h, p.dilation.w, p.activation.min, p.activation.max, out_h, out_w,
     )  # fmt: skip
     np.testing.assert_array_equal(got, expected)
 
