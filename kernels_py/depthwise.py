@@ -219,6 +219,8 @@ def _depthwise_conv_kernel(
                         v = np.int16(np.int16(input[b, y, x, ic]) + input_offset)
                         for m in range(ch_mult):
                             repeated[b, y, x, ic * ch_mult + m] = v
+    offset = np.int32(input_offset)  # int32 constants: int32 lanes (as int64 they halve the vector width)
+    out_offset, low, high = np.int32(output_offset), np.int32(act_min), np.int32(act_max)
     for b in range(batches):
         for oy in range(out_h):
             base_y = oy * stride_h - pad_h
@@ -238,19 +240,19 @@ def _depthwise_conv_kernel(
                         if ch_mult == 1:
                             row = input[b, iy, ix]
                             for c in range(out_c):
-                                acc[c] += (np.int32(row[c]) + input_offset) * np.int32(taps[c])
+                                acc[c] += (np.int32(row[c]) + offset) * np.int32(taps[c])
                         else:
                             shifted = repeated[b, iy, ix]
                             for c in range(out_c):
                                 acc[c] += np.int32(shifted[c]) * np.int32(taps[c])
                 dst = output[b, oy, ox]
                 for c in range(out_c):  # gemm._requantize_rows' int32-lane steps (bias already in acc)
-                    v = np.int32(np.int64(acc[c]) << left[c])
+                    v = np.left_shift(acc[c], left[c])
                     h = np.int32((np.int64(v) * np.int64(mult[c]) + (np.int64(1) << 30)) >> 31)
-                    r = np.int32(h >> right[c])
-                    r = np.int32(r + ((h & mask[c]) > (half[c] + (r < 0))))
-                    r = np.int32(r + output_offset)
-                    dst[c] = min(max(r, act_min), act_max)
+                    r = np.right_shift(h, right[c])
+                    threshold = np.subtract(half[c], np.right_shift(h, np.int32(31)))
+                    r = np.add(r, np.int32(np.greater(np.bitwise_and(h, mask[c]), threshold)))
+                    dst[c] = np.minimum(np.maximum(np.add(r, out_offset), low), high)
     return output
 
 
@@ -329,13 +331,12 @@ def _depthwise_rows_kernel(
                         sums[j] += run[j] * taps[j]
             out = output[b, oy].reshape(-1)
             for j in range(length):  # gemm._requantize_rows' int32-lane steps
-                v = np.int32(sums[j] + bias[j])
-                v = np.int32(np.int64(v) << left[j])
+                v = np.left_shift(np.add(sums[j], bias[j]), left[j])
                 h = np.int32((np.int64(v) * np.int64(mult[j]) + (np.int64(1) << 30)) >> 31)
-                r = np.int32(h >> right[j])
-                r = np.int32(r + ((h & mask[j]) > (half[j] + (r < 0))))
-                r = np.int32(r + out_offset)
-                out[j] = min(max(r, low), high)
+                r = np.right_shift(h, right[j])
+                threshold = np.subtract(half[j], np.right_shift(h, np.int32(31)))
+                r = np.add(r, np.int32(np.greater(np.bitwise_and(h, mask[j]), threshold)))
+                out[j] = np.minimum(np.maximum(np.add(r, out_offset), low), high)
     return output
 
 

@@ -185,18 +185,20 @@ def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
 
     The steps of kernels_py.fixedpoint in int32 lanes, without branches, so that LLVM vectorises them
     with the CPU's native 32-bit operations (tests/ops/test_gemm.py checks them against
-    ``fixedpoint.requantize`` over the whole int32 range and every shift). Every ``np.int32(...)`` is a
-    truncation to 32 bits, i.e. C's int32 wrap: the parts are added, and the bias added to their
-    total, modulo 2^32, which is exactly CMSIS-NN's int32 accumulator (the true sum, wrapped);
-    ``v << left`` in 64 bits then truncated is C's ``val * (1 << left)``; the 32x32-bit product in 64
-    bits, ``+ 2^30``, ``>> 31``, truncated, is ``doubling_high_mult_no_sat``; the arithmetic shift and
-    the remainder ``h & mask`` against ``half + (quotient < 0)`` is ``divide_by_power_of_two``. Table
-    values (see `requantize_table`) all fit in int32.
+    ``fixedpoint.requantize`` over the whole int32 range and every shift). The int32 steps are NumPy
+    ufuncs on int32 scalars (``np.add``, ``np.left_shift``, ...), which numba types as int32 -> int32:
+    a plain ``a + b`` of two int32 is int64 in numba, and 64-bit lanes cost ~40% more here. Each is
+    C's int32 operation: ``np.add`` wraps modulo 2^32, so the parts, and the bias added to their total,
+    are exactly CMSIS-NN's int32 accumulator (the true sum, wrapped); ``np.left_shift`` is C's
+    ``val * (1 << left)``; the 32x32-bit product in 64 bits, ``+ 2^30``, ``>> 31``, truncated
+    (``np.int32``), is ``doubling_high_mult_no_sat``; the arithmetic shift and the remainder
+    ``h & mask`` against ``half + (h < 0)`` (``h >> 31`` is -1 or 0; the quotient has h's sign) is
+    ``divide_by_power_of_two``. Table values (see `requantize_table`) all fit in int32.
 
     Rows go through several at a time, as one run of at least `REQUANTIZE_LANES` values with the
     channel constants repeated along it: a loop over one row of 8 or 16 channels is shorter than
     LLVM's vectorised body (vector width times its unrolling) and ran scalar (~1.3 ns a value; now
-    ~0.35 on a Zen 5 core)."""
+    ~0.2 on a Zen 5 core)."""
     n_parts, rows, cols = parts.shape
     total = rows * cols
     span = -(-REQUANTIZE_LANES // cols) * cols  # whole rows: lane j is channel j % cols
@@ -224,13 +226,12 @@ def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
                 run[j] = np.int32(run[j] + np.int32(part[j]))
         dst = flat[base : base + n]
         for j in range(n):  # inlined: a kernel call per run costs more than it on narrow layers
-            v = np.int32(run[j] + bias[j])
-            v = np.int32(np.int64(v) << left[j])
+            v = np.left_shift(np.add(run[j], bias[j]), left[j])
             h = np.int32((np.int64(v) * np.int64(mult[j]) + (np.int64(1) << 30)) >> 31)
-            r = np.int32(h >> right[j])
-            r = np.int32(r + ((h & mask[j]) > (half[j] + (r < 0))))
-            r = np.int32(r + offset)
-            dst[j] = min(max(r, low), high)
+            r = np.right_shift(h, right[j])
+            threshold = np.subtract(half[j], np.right_shift(h, np.int32(31)))  # half + (h < 0)
+            r = np.add(r, np.int32(np.greater(np.bitwise_and(h, mask[j]), threshold)))
+            dst[j] = np.minimum(np.maximum(np.add(r, offset), low), high)
 
 
 @jit
