@@ -196,13 +196,16 @@ def depthwise_conv_s8_reference(
 @jit
 def _depthwise_conv_kernel(
     input, filter, bias, multiplier, shift, input_offset, output_offset, ch_mult,
-    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, act_min, act_max, out_h, out_w,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, act_min, act_max, out_h, out_w, output,
 ):  # fmt: skip
+    """The depthwise convolution into ``output`` (int8 [N, out_h, out_w, C_OUT], C-contiguous: a
+    prepared call's arena view; None: a new array), returned."""
     batches, in_h, in_w, in_c = input.shape
     k_h = filter.shape[1]
     k_w = filter.shape[2]
     out_c = filter.shape[3]
-    output = np.empty((batches, out_h, out_w, out_c), np.int8)
+    if output is None:
+        output = np.empty((batches, out_h, out_w, out_c), np.int8)
     # int32 storage: each `+=` truncates to 32 bits, i.e. wraps exactly as the Arm accumulators.
     acc = np.empty(out_c, np.int32)
     # arm_nn_requantize per channel in int32 lanes (kernels_py.gemm; the bias is already in acc).
@@ -280,9 +283,9 @@ def rows_kernel_pays(channels: int, out_w: int, stride_w: int) -> bool:
 @jit
 def _depthwise_rows_kernel(
     input, row_taps, table, input_offset, output_offset,
-    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, act_min, act_max, out_h, out_w,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, act_min, act_max, out_h, out_w, output,
 ):  # fmt: skip
-    """`_depthwise_conv_kernel` for ``ch_mult`` 1, a whole output row at a time.
+    """`_depthwise_conv_kernel` for ``ch_mult`` 1, a whole output row at a time (into ``output`` likewise).
 
     The padded input row is held as ``stride_w`` phases, phase p holding padded pixels p, p + stride_w,
     ... (one phase when stride_w is 1). The inputs that tap (ky, kx) reads for every pixel and channel
@@ -299,7 +302,8 @@ def _depthwise_rows_kernel(
     phase_w = -(-width // stride_w)
     # one sample: x + offset inside, 0 in the border (never written, so it stays 0)
     image = np.zeros((stride_w, height, phase_w * c), np.int32)
-    output = np.empty((batches, out_h, out_w, c), np.int8)
+    if output is None:
+        output = np.empty((batches, out_h, out_w, c), np.int8)
     sums = np.empty(length, np.int32)
     lanes = lane_table(table)
     bias, mult, left, right, mask, half = lanes[0], lanes[1], lanes[2], lanes[3], lanes[4], lanes[5]
@@ -346,6 +350,7 @@ def _run(input, filter, bias, p: DwConvParams, quant_params, out_h, out_w) -> np
         p.input_offset, p.output_offset, p.ch_mult,
         p.stride.h, p.stride.w, p.padding.h, p.padding.w, p.dilation.h, p.dilation.w,
         p.activation.min, p.activation.max, out_h, out_w,
+        np.empty((input.shape[0], out_h, out_w, filter.shape[3]), np.int8),
     )  # fmt: skip
 
 

@@ -252,7 +252,11 @@ def _conv_operands(a: Args, kind: str, call: _ConvCall, checked: bool):
         filter2d = weight.reshape(f.n, -1).astype(np.int16)
         tail = (s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, f.h, f.w, *call.output_hw)  # fmt: skip
         return kconv._convolve_kernel, (x, filter2d, bias, *head, *tail)
-    if kind == "depthwise" and p.ch_mult == 1 and kdw.rows_kernel_pays(call.output_dims.c, call.output_hw[1], s.w):
+    if (
+        kind == "depthwise"
+        and p.ch_mult == 1
+        and kdw.rows_kernel_pays(call.output_dims.c, call.output_hw[1], s.w)
+    ):
         taps, table = kdw.depthwise_row_operands(
             weight, bias, quant.multiplier, quant.shift, call.output_hw[1]
         )
@@ -266,13 +270,21 @@ def _conv_operands(a: Args, kind: str, call: _ConvCall, checked: bool):
 
 
 def _conv_plan(a: Args, fn: Callable, operands: tuple, dst: np.ndarray) -> _Plan:
-    """The prepared call; the GEMM route writes its output straight into the arena view ``dst`` (its
-    last operand; the planner never lets a call's output overlap its live input), the others return a
-    new array that is copied there."""
+    """The prepared call. The GEMM route and the depthwise kernels take their output array as their
+    last operand and write into the arena view ``dst`` itself (the planner never lets a call's
+    output overlap its live input): no copy out of a fresh array per call. (A view that is not
+    C-contiguous, which the arena's NHWC tensors never are, gets a fresh array, copied there.)
+    The other kernels return a new array, copied there."""
     watch = _watch(a, "input", "weight", "bias", "requantize_multipliers", "requantize_shifts", "out")
-    if fn is gemm.convolve_gemm and dst.flags.c_contiguous:
-        return _Plan(a, fn, (*operands, dst), None, watch)
+    if fn in _WRITE_INTO:
+        if dst.flags.c_contiguous:
+            return _Plan(a, fn, (*operands, dst), None, watch)
+        return _Plan(a, fn, (*operands, None), dst, watch)
     return _Plan(a, fn, operands, dst, watch)
+
+
+#: The kernels whose last operand is their output array (see `_conv_plan`).
+_WRITE_INTO = (gemm.convolve_gemm, kdw._depthwise_rows_kernel, kdw._depthwise_conv_kernel)
 
 
 def _conv_prepare(kind: str) -> Callable[[Args], _Plan]:

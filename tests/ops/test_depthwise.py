@@ -103,10 +103,12 @@ def test_row_kernel_equals_the_reference(case, wide, extreme):
     expected = dw.depthwise_conv_s8_reference(x, w, bias, p, quant, None)
     out_h, out_w = expected.shape[1:3]
     taps, table = dw.depthwise_row_operands(w, bias, quant.multiplier, quant.shift, out_w)
+    into = np.full(expected.shape, 99, np.int8)  # as a prepared call passes the arena's view
     got = dw._depthwise_rows_kernel(
         x, taps, table, p.input_offset, p.output_offset, p.stride.h, p.stride.w, p.padding.h,
-        p.padding.w, p.dilation.h, p.dilation.w, p.activation.min, p.activation.max, out_h, out_w,
+        p.padding.w, p.dilation.h, p.dilation.w, p.activation.min, p.activation.max, out_h, out_w, into,
     )  # fmt: skip
+    assert got is into
     np.testing.assert_array_equal(got, expected)
 
 

@@ -220,6 +220,7 @@ def test_one_channel_depthwise_is_the_transposed_gemm_conv(k, mult, stride, inpu
         127,
         out_h,
         out_w,
+        None,
     )
     new = gemm.convolve_gemm(
         x, gemm.conv_filter_matrix(weight.transpose(3, 1, 2, 0)), gemm.requantize_table(bias, m, s),
