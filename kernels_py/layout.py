@@ -167,3 +167,21 @@ def transpose_s8(input: np.ndarray, permutation: tuple[int, ...]) -> np.ndarray:
     out = np.empty(out_shape, np.int8)
     _transpose_s8_kernel(data.reshape(data.shape + (1,) * (4 - rank)), out_strides, out.reshape(-1))
     return out
+
+
+# --- NCHW to channels-last --------------------------------------------------------------------
+
+
+@jit
+def channels_last_from_nchw(src, dst):
+    """``dst[n, y, x, c] = src[n, c, y, x]``: an NCHW int8 array into NHWC memory, one image row at a
+    time (each channel's row read contiguously, stored every C bytes). A runtime input's copy, not a
+    CMSIS-NN kernel: the logical NCHW input of a channels-last program lands in its arena this way."""
+    n, c, h, w = src.shape
+    for b in range(n):
+        for y in range(h):
+            row = dst[b, y].reshape(-1)
+            for ch in range(c):
+                line = src[b, ch, y]
+                for x in range(w):
+                    row[x * c + ch] = line[x]

@@ -209,7 +209,7 @@ class StackedMethod:
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """``inputs``: one array per method input, [size, *sizes]; outputs likewise."""
         for slot, x in zip(self.inputs, inputs, strict=True):
-            slot.logical[...] = x.reshape(slot.logical.shape)
+            slot.write(x.reshape(slot.logical.shape))
         for fn, args in self.steps:
             if isinstance(args, Args):
                 fn(args)
