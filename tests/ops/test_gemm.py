@@ -248,3 +248,24 @@ def test_integer_product_exact_at_the_extremes(name, w_value, depth):
         got = matmul(gemm._biased_u8(x), 128 - input_offset, weight_t)
         want = (x.astype(np.int64) + input_offset) @ w.astype(np.int64)
         np.testing.assert_array_equal(got.astype(np.int64), want)
+
+
+@pytest.mark.parametrize("signed", [True, False], ids=["int8 weights", "uint8 weights"])
+@pytest.mark.parametrize(
+    ("depth", "out_c", "rows"), [(27, 8, 64), (8, 16, 30), (27, 16, 7), (3, 1, 12), (144, 16, 9)]
+)
+def test_grouped_rows_are_the_same_sums(signed, depth, out_c, rows):
+    """igemm's narrow products take ``group_rows`` rows as one against a block-diagonal weight matrix:
+    the same int32 sums, at the extreme operands (255 - 0 and 0 - 255 against -128 and 127), for
+    row counts the group divides and does not."""
+    matmul = _integer_matmul(signed)
+    rng = np.random.default_rng(depth * 100 + out_c)
+    w = rng.integers(-128, 128, (depth, out_c)).astype(np.float32)
+    w[0], w[-1] = -128, 127
+    a = rng.integers(0, 256, (rows, depth), dtype=np.uint8)
+    a[0], a[-1] = 255, 0
+    for zero_point in (0, 128, 255):
+        got = matmul(a, zero_point, w)
+        expected = (a.astype(np.int64) - zero_point) @ w.astype(np.int64)  # |sum| < 2^31 here
+        assert got.shape == (rows, out_c)
+        np.testing.assert_array_equal(got, expected)
