@@ -242,12 +242,14 @@ def _depthwise_conv_kernel(
                         taps = filter[0, ky, kx]
                         if ch_mult == 1:
                             row = input[b, iy, ix]
-                            for c in range(out_c):
-                                acc[c] += (np.int32(row[c]) + offset) * np.int32(taps[c])
+                            for c in range(out_c):  # int32 ufuncs: 32-bit lanes (a + b of int32 is int64)
+                                x = np.add(np.int32(row[c]), offset)
+                                acc[c] = np.add(acc[c], np.multiply(x, np.int32(taps[c])))
                         else:
                             shifted = repeated[b, iy, ix]
                             for c in range(out_c):
-                                acc[c] += np.int32(shifted[c]) * np.int32(taps[c])
+                                product = np.multiply(np.int32(shifted[c]), np.int32(taps[c]))
+                                acc[c] = np.add(acc[c], product)
                 dst = output[b, oy, ox]
                 for c in range(out_c):  # gemm._requantize_rows' int32-lane steps (bias already in acc)
                     v = np.left_shift(acc[c], left[c])
@@ -270,14 +272,13 @@ def depthwise_row_operands(filter, bias, multiplier, shift, out_w: int) -> tuple
 
 def rows_kernel_pays(channels: int, out_w: int, stride_w: int) -> bool:
     """Whether `_depthwise_rows_kernel` beats the per-pixel kernel (ch_mult 1). Measured on a Zen 5 core
-    (min of 25 calls of 64 samples, 3x3 taps): it wins where the per-pixel kernel's channel loop is
-    short, 5.3x at 48x48x8, 1.5x at 48x48x16 stride 2, 1.7x at 24x24x32, 1.8x at 10x5x16, and at
-    stride 1 from 8 pixels a row (1.2x at 12x12x64); it loses where the channel loop is long and the
-    row's repeated weights stop fitting in L1 (0.6-0.9x at 64 channels and more, 5 or 6 pixels a row, or
-    stride 2)."""
+    (min of 25 calls of 64 samples, 3x3 taps): 7x at 48x48x8, 1.8x at 48x48x16 stride 2, 2.3x at
+    24x24x32, 1.4x at 24x24x32 stride 2 and at KWS's 25x5x64, 1.3x at 12x12x64, even at 12x12x64
+    stride 2; it loses from 128 channels on rows of 3 to 6 pixels (0.6-0.8x), where the per-pixel
+    kernel's channel loop is long and the row's repeated weights no longer fit in L1."""
     if stride_w == 1 and out_w >= 8:
         return True
-    return channels <= 32 and out_w * channels >= 64
+    return channels <= 64 and out_w * channels >= 64
 
 
 @jit
@@ -315,7 +316,7 @@ def _depthwise_rows_kernel(
             if stride_w == 1:  # the whole input row is one run of the one phase
                 dst = image[0, pad_h + y, pad_w * c : (pad_w + in_w) * c]
                 for j in range(in_w * c):
-                    dst[j] = np.int32(src[j]) + offset
+                    dst[j] = np.add(np.int32(src[j]), offset)
             else:
                 for x in range(in_w):
                     column = pad_w + x
@@ -323,16 +324,29 @@ def _depthwise_rows_kernel(
                     dst = image[column % stride_w, pad_h + y, i * c : (i + 1) * c]
                     pixel = src[x * c : (x + 1) * c]
                     for j in range(c):
-                        dst[j] = np.int32(pixel[j]) + offset
+                        dst[j] = np.add(np.int32(pixel[j]), offset)
         for oy in range(out_h):
             sums[:] = 0
             for ky in range(k_h):
-                for kx in range(k_w):
-                    start = (kx * dil_w) // stride_w * c
-                    run = image[(kx * dil_w) % stride_w, oy * stride_h + ky * dil_h, start : start + length]
-                    taps = row_taps[ky, kx]
-                    for j in range(length):  # int32 storage: each += wraps as the Arm accumulator
-                        sums[j] += run[j] * taps[j]
+                y = oy * stride_h + ky * dil_h
+                kx = 0
+                while kx + 3 <= k_w:  # three taps a pass: a third of the stores to `sums` (what bounds it)
+                    s0, s1, s2 = kx * dil_w, (kx + 1) * dil_w, (kx + 2) * dil_w
+                    run0 = image[s0 % stride_w, y, s0 // stride_w * c : s0 // stride_w * c + length]
+                    run1 = image[s1 % stride_w, y, s1 // stride_w * c : s1 // stride_w * c + length]
+                    run2 = image[s2 % stride_w, y, s2 // stride_w * c : s2 // stride_w * c + length]
+                    t0, t1, t2 = row_taps[ky, kx], row_taps[ky, kx + 1], row_taps[ky, kx + 2]
+                    for j in range(length):  # int32 ufuncs: 32-bit lanes, wrapping as the Arm accumulator
+                        three = np.add(np.multiply(run0[j], t0[j]), np.multiply(run1[j], t1[j]))
+                        sums[j] = np.add(sums[j], np.add(three, np.multiply(run2[j], t2[j])))
+                    kx += 3
+                while kx < k_w:
+                    s0 = kx * dil_w
+                    run0 = image[s0 % stride_w, y, s0 // stride_w * c : s0 // stride_w * c + length]
+                    t0 = row_taps[ky, kx]
+                    for j in range(length):
+                        sums[j] = np.add(sums[j], np.multiply(run0[j], t0[j]))
+                    kx += 1
             out = output[b, oy].reshape(-1)
             for j in range(length):  # gemm._requantize_rows' int32-lane steps
                 v = np.left_shift(np.add(sums[j], bias[j]), left[j])
