@@ -265,20 +265,17 @@ def depthwise_row_operands(filter, bias, multiplier, shift, out_w: int) -> tuple
     """What `_depthwise_rows_kernel` reads, computed once per layer: each tap's weights repeated for
     every pixel of an output row (int32 [KH, KW, out_w·C]) and gemm's requantization table likewise."""
     _, k_h, k_w, out_c = filter.shape
-    taps = np.tile(np.asarray(filter, np.int32).reshape(k_h, k_w, 1, out_c), (1, 1, out_w, 1))
+    taps = np.tile(np.asarray(filter, np.int16).reshape(k_h, k_w, 1, out_c), (1, 1, out_w, 1))
     table = np.tile(requantize_table(bias, multiplier, shift), (1, out_w))
     return np.ascontiguousarray(taps.reshape(k_h, k_w, out_w * out_c)), np.ascontiguousarray(table)
 
 
-def rows_kernel_pays(channels: int, out_w: int, stride_w: int) -> bool:
+def rows_kernel_pays(channels: int, out_w: int) -> bool:
     """Whether `_depthwise_rows_kernel` beats the per-pixel kernel (ch_mult 1). Measured on a Zen 5 core
-    (min of 25 calls of 64 samples, 3x3 taps): 7x at 48x48x8, 1.8x at 48x48x16 stride 2, 2.3x at
-    24x24x32, 1.4x at 24x24x32 stride 2 and at KWS's 25x5x64, 1.3x at 12x12x64, even at 12x12x64
-    stride 2; it loses from 128 channels on rows of 3 to 6 pixels (0.6-0.8x), where the per-pixel
-    kernel's channel loop is long and the row's repeated weights no longer fit in L1."""
-    if stride_w == 1 and out_w >= 8:
-        return True
-    return channels <= 64 and out_w * channels >= 64
+    (min of 25 calls of 64 samples, 3x3 taps): 8x at 48x48x8, 1.8x at 48x48x16 stride 2, 3.2x at
+    24x24x32, 1.6x at 24x24x32 stride 2 and at 12x12x64, 1.4x at 6x6x128, 1.2x at KWS's 25x5x64,
+    even at 12x12x64 and 6x6x128 stride 2 (rows of 6 and 3 pixels); 0.96x at 3x3x256."""
+    return out_w >= 4 and out_w * channels >= 64
 
 
 @jit
@@ -295,20 +292,25 @@ def _depthwise_rows_kernel(
     every C channels (`depthwise_row_operands`): each tap is one long int32 multiply-add over out_w·C
     lanes instead of out_w short ones. The same products and the same wrapping int32 sum (order does
     not matter modulo 2^32), zero at padding taps as the skipped taps of the reference; requantization
-    is gemm's int32-lane steps, with int32 constants (as int64 they halve the vector width)."""
+    is gemm's int32-lane steps, with int32 constants (as int64 they halve the vector width).
+
+    The image and the weights are int16 and each product is taken in int16 (32 lanes a vector, half
+    the bytes to read), which is exact: ``x + input_offset`` is in [-255, 255] (the offset's
+    documented range [-127, 128] is checked at load) and a weight in [-128, 127], so a product is at
+    most 255·128 = 32,640 < 2^15 in magnitude; the products are widened to int32 before any sum."""
     batches, in_h, in_w, c = input.shape
     k_h, k_w, length = row_taps.shape
     height = max(in_h + pad_h, (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1)
     width = max(in_w + pad_w, (out_w - 1) * stride_w + (k_w - 1) * dil_w + 1)
     phase_w = -(-width // stride_w)
     # one sample: x + offset inside, 0 in the border (never written, so it stays 0)
-    image = np.zeros((stride_w, height, phase_w * c), np.int32)
+    image = np.zeros((stride_w, height, phase_w * c), np.int16)
     if output is None:
         output = np.empty((batches, out_h, out_w, c), np.int8)
     sums = np.empty(length, np.int32)
     lanes = lane_table(table)
     bias, mult, left, right, mask, half = lanes[0], lanes[1], lanes[2], lanes[3], lanes[4], lanes[5]
-    offset, out_offset = np.int32(input_offset), np.int32(output_offset)
+    offset, out_offset = np.int16(input_offset), np.int32(output_offset)
     low, high = np.int32(act_min), np.int32(act_max)
     for b in range(batches):
         for y in range(in_h):
@@ -316,7 +318,7 @@ def _depthwise_rows_kernel(
             if stride_w == 1:  # the whole input row is one run of the one phase
                 dst = image[0, pad_h + y, pad_w * c : (pad_w + in_w) * c]
                 for j in range(in_w * c):
-                    dst[j] = np.add(np.int32(src[j]), offset)
+                    dst[j] = np.add(np.int16(src[j]), offset)
             else:
                 for x in range(in_w):
                     column = pad_w + x
@@ -324,7 +326,7 @@ def _depthwise_rows_kernel(
                     dst = image[column % stride_w, pad_h + y, i * c : (i + 1) * c]
                     pixel = src[x * c : (x + 1) * c]
                     for j in range(c):
-                        dst[j] = np.add(np.int32(pixel[j]), offset)
+                        dst[j] = np.add(np.int16(pixel[j]), offset)
         for oy in range(out_h):
             sums[:] = 0
             for ky in range(k_h):
@@ -337,15 +339,16 @@ def _depthwise_rows_kernel(
                     run2 = image[s2 % stride_w, y, s2 // stride_w * c : s2 // stride_w * c + length]
                     t0, t1, t2 = row_taps[ky, kx], row_taps[ky, kx + 1], row_taps[ky, kx + 2]
                     for j in range(length):  # int32 ufuncs: 32-bit lanes, wrapping as the Arm accumulator
-                        three = np.add(np.multiply(run0[j], t0[j]), np.multiply(run1[j], t1[j]))
-                        sums[j] = np.add(sums[j], np.add(three, np.multiply(run2[j], t2[j])))
+                        p0, p1 = np.int32(np.multiply(run0[j], t0[j])), np.int32(np.multiply(run1[j], t1[j]))
+                        three = np.add(np.add(p0, p1), np.int32(np.multiply(run2[j], t2[j])))
+                        sums[j] = np.add(sums[j], three)
                     kx += 3
                 while kx < k_w:
                     s0 = kx * dil_w
                     run0 = image[s0 % stride_w, y, s0 // stride_w * c : s0 // stride_w * c + length]
                     t0 = row_taps[ky, kx]
                     for j in range(length):
-                        sums[j] = np.add(sums[j], np.multiply(run0[j], t0[j]))
+                        sums[j] = np.add(sums[j], np.int32(np.multiply(run0[j], t0[j])))
                     kx += 1
             out = output[b, oy].reshape(-1)
             for j in range(length):  # gemm._requantize_rows' int32-lane steps

@@ -252,11 +252,7 @@ def _conv_operands(a: Args, kind: str, call: _ConvCall, checked: bool):
         filter2d = weight.reshape(f.n, -1).astype(np.int16)
         tail = (s.h, s.w, pad.h, pad.w, p.dilation.h, p.dilation.w, act.min, act.max, f.h, f.w, *call.output_hw)  # fmt: skip
         return kconv._convolve_kernel, (x, filter2d, bias, *head, *tail)
-    if (
-        kind == "depthwise"
-        and p.ch_mult == 1
-        and kdw.rows_kernel_pays(call.output_dims.c, call.output_hw[1], s.w)
-    ):
+    if kind == "depthwise" and p.ch_mult == 1 and kdw.rows_kernel_pays(call.output_dims.c, call.output_hw[1]):
         taps, table = kdw.depthwise_row_operands(
             weight, bias, quant.multiplier, quant.shift, call.output_hw[1]
         )
