@@ -25,6 +25,10 @@ refsim on the very same files instead.
 Ratios are refsim / LiteRT default (smaller is better; the issue's target is ≤ 2 batched) and
 refsim single / LiteRT ref (target ≤ 1). Results print as a table and go to JSON with the load
 average and versions: on a shared machine the absolute numbers move, the ratios less.
+
+``--rounds N`` measures every model N times, the workers of a round one after another (refsim,
+then LiteRT, ...), so that a burst of the neighbours' load lands on both sides of a ratio; each cell
+is the median over the rounds, and the batched/LiteRT column adds the range of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -178,6 +182,9 @@ def versions(python: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=300)
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="measure each model this many times (module docstring)"
+    )
     ap.add_argument("--models", default="kws,vww,ic,ad")
     ap.add_argument("--batches", default="1,16,256")
     ap.add_argument("--peers-python", default=str(ROOT / ".venv-peers" / "bin" / "python"))
@@ -203,23 +210,26 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     load_start = os.getloadavg()
     rows: dict[str, dict] = {}
+    batches = [int(b) for b in args.batches.split(",") if b]
     for name in [m for m in args.models.split(",") if m]:
         tflite = ROOT / "tests" / "fixtures" / "tflite" / TFLITE[name]
         pte = ROOT / "examples" / "models" / f"{name}.pte"
-        row = {
-            "refsim": spawn(sys.executable, "refsim", pte, args.repeat, args.batches, env),
-            "litert": spawn(peers, "litert", tflite, args.repeat),
-            "litert_ref": spawn(peers, "litert-ref", tflite, max(20, args.repeat // 10)),
-            "tflm": spawn(peers, "tflm", tflite, max(20, args.repeat // 10)),
-        }
-        if args.baseline_root:
-            base_env = {**os.environ, "PYTHONPATH": str(args.baseline_root)}
-            row["refsim_baseline"] = spawn(sys.executable, "refsim", pte, args.repeat, "", base_env)
-        if args.refsim_tflite:
-            row["refsim_tflite"] = spawn(sys.executable, "refsim", tflite, args.repeat, args.batches, env)
-        rows[name] = row
+        rounds = []
+        for _ in range(max(1, args.rounds)):
+            row = {
+                "refsim": spawn(sys.executable, "refsim", pte, args.repeat, args.batches, env),
+                "litert": spawn(peers, "litert", tflite, args.repeat),
+                "litert_ref": spawn(peers, "litert-ref", tflite, max(20, args.repeat // 10)),
+                "tflm": spawn(peers, "tflm", tflite, max(20, args.repeat // 10)),
+            }
+            if args.baseline_root:
+                base_env = {**os.environ, "PYTHONPATH": str(args.baseline_root)}
+                row["refsim_baseline"] = spawn(sys.executable, "refsim", pte, args.repeat, "", base_env)
+            if args.refsim_tflite:
+                row["refsim_tflite"] = spawn(sys.executable, "refsim", tflite, args.repeat, args.batches, env)
+            rounds.append(row)
+        rows[name] = median_row(rounds, batches)
         print(f"{name}: done", file=sys.stderr)
-    batches = [int(b) for b in args.batches.split(",") if b]
     table = render(rows, batches) + "\n\n" + render(rows, batches, cpu=True)
     print(table)
     report = {
@@ -240,6 +250,32 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
+
+
+def median_row(rounds: list[dict], batches: list[int]) -> dict:
+    """One model's rounds as one row: each worker's numbers the median over the rounds where it ran,
+    the rounds themselves kept (``rounds``) with each round's best batched / LiteRT ratio."""
+    row: dict = {}
+    for key in rounds[0]:
+        ok = [r[key] for r in rounds if r[key].get("status") == "ok"]
+        if not ok:
+            row[key] = rounds[0][key]
+            continue
+        numbers = {k for entry in ok for k, v in entry.items() if isinstance(v, int | float)}
+        row[key] = {
+            "status": "ok",
+            **{k: statistics.median(e[k] for e in ok if k in e) for k in sorted(numbers)},
+        }
+    ratios = []
+    for r in rounds:
+        lite = r["litert"].get("ms") if r["litert"].get("status") == "ok" else None
+        best = [r["refsim"].get(f"batch{b}_ms") for b in batches] if r["refsim"].get("status") == "ok" else []
+        best = [v for v in best if v]
+        if lite and best:
+            ratios.append(min(best) / lite)
+    row["batched_over_litert_per_round"] = ratios
+    row["rounds"] = rounds
+    return row
 
 
 def _commit(root: Path) -> str:
@@ -282,6 +318,9 @@ def render(rows: dict[str, dict], batches: list[int], cpu: bool = False) -> str:
         lite, ref, tflm = (ms(row[k], suffix.lstrip("_")) for k in ("litert", "litert_ref", "tflm"))
         best = min([v for v in batched if v is not None], default=None)
         ratio = f"{best / lite:.1f}x" if best and lite else "-"
+        spread = row.get("batched_over_litert_per_round", [])
+        if len(spread) > 1:
+            ratio += f" ({min(spread):.1f}-{max(spread):.1f})"
         ratio_ref = f"{single / ref:.2f}x" if single and ref else "-"
         rss = "/".join(
             f"{e['peak_rss_mb']:.0f}" if e.get("status") == "ok" else "-"

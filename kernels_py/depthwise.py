@@ -272,10 +272,10 @@ def depthwise_row_operands(filter, bias, multiplier, shift, out_w: int) -> tuple
 
 def rows_kernel_pays(channels: int, out_w: int) -> bool:
     """Whether `_depthwise_rows_kernel` beats the per-pixel kernel (ch_mult 1). Measured on a Zen 5 core
-    (min of 25 calls of 64 samples, 3x3 taps): 8x at 48x48x8, 1.8x at 48x48x16 stride 2, 3.2x at
-    24x24x32, 1.6x at 24x24x32 stride 2 and at 12x12x64, 1.4x at 6x6x128, 1.2x at KWS's 25x5x64,
-    even at 12x12x64 and 6x6x128 stride 2 (rows of 6 and 3 pixels); 0.96x at 3x3x256."""
-    return out_w >= 4 and out_w * channels >= 64
+    (min of 25 calls of 64 samples, 3x3 taps): 10x at 48x48x8, 2x at 48x48x16 stride 2, 3.4x at
+    24x24x32, 1.7x at 24x24x32 stride 2, 2x at 12x12x64, 1.7x at 6x6x128, 1.9x at KWS's 25x5x64, 1.4x
+    at 12x12x64 and 6x6x128 stride 2 (rows of 6 and 3 pixels); 0.84x at 3x3x256."""
+    return out_w * channels >= 64 and (out_w >= 4 or channels <= 128)
 
 
 @jit
@@ -328,8 +328,47 @@ def _depthwise_rows_kernel(
                     for j in range(c):
                         dst[j] = np.add(np.int16(pixel[j]), offset)
         for oy in range(out_h):
-            sums[:] = 0
-            for ky in range(k_h):
+            if k_h == 3 and k_w == 3:  # the common 3x3: all nine taps in one pass, `sums` stored once
+                y0, y1, y2 = oy * stride_h, oy * stride_h + dil_h, oy * stride_h + 2 * dil_h
+                q0, q1, q2 = 0, dil_w % stride_w, (2 * dil_w) % stride_w
+                a0, a1, a2 = 0, dil_w // stride_w * c, 2 * dil_w // stride_w * c
+                r00, r01, r02 = (
+                    image[q0, y0, a0 : a0 + length],
+                    image[q1, y0, a1 : a1 + length],
+                    image[q2, y0, a2 : a2 + length],
+                )
+                r10, r11, r12 = (
+                    image[q0, y1, a0 : a0 + length],
+                    image[q1, y1, a1 : a1 + length],
+                    image[q2, y1, a2 : a2 + length],
+                )
+                r20, r21, r22 = (
+                    image[q0, y2, a0 : a0 + length],
+                    image[q1, y2, a1 : a1 + length],
+                    image[q2, y2, a2 : a2 + length],
+                )
+                t00, t01, t02 = row_taps[0, 0], row_taps[0, 1], row_taps[0, 2]
+                t10, t11, t12 = row_taps[1, 0], row_taps[1, 1], row_taps[1, 2]
+                t20, t21, t22 = row_taps[2, 0], row_taps[2, 1], row_taps[2, 2]
+                for j in range(length):  # int16 products (exact), int32 sums (wrapping as the Arm's)
+                    top = np.add(
+                        np.add(np.int32(np.multiply(r00[j], t00[j])), np.int32(np.multiply(r01[j], t01[j]))),
+                        np.int32(np.multiply(r02[j], t02[j])),
+                    )
+                    mid = np.add(
+                        np.add(np.int32(np.multiply(r10[j], t10[j])), np.int32(np.multiply(r11[j], t11[j]))),
+                        np.int32(np.multiply(r12[j], t12[j])),
+                    )
+                    low3 = np.add(
+                        np.add(np.int32(np.multiply(r20[j], t20[j])), np.int32(np.multiply(r21[j], t21[j]))),
+                        np.int32(np.multiply(r22[j], t22[j])),
+                    )
+                    sums[j] = np.add(np.add(top, mid), low3)
+                k_rows = 0  # nothing left for the passes below
+            else:
+                sums[:] = 0
+                k_rows = k_h
+            for ky in range(k_rows):
                 y = oy * stride_h + ky * dil_h
                 kx = 0
                 while kx + 3 <= k_w:  # three taps a pass: a third of the stores to `sums` (what bounds it)

@@ -90,11 +90,16 @@ def test_reference_equals_fast_path(case):
     np.testing.assert_array_equal(dw.depthwise_conv_s8_reference(*case), dw.depthwise_conv_s8(*case))
 
 
-@given(dw_cases(ch_mult_1=True), st.integers(1, 12), st.booleans())
+@given(
+    st.one_of(dw_cases(ch_mult_1=True), dw_cases(ch_mult_1=True, kernel=(3, 3))),
+    st.integers(1, 12),
+    st.booleans(),
+)
 def test_row_kernel_equals_the_reference(case, wide, extreme):
     """The whole-row kernel the runtime prepares for ch_mult 1 (refsim.ops, where
     `rows_kernel_pays`), on every other drawn parameter (horizontal strides and dilations
-    included), wider rows, and the largest products."""
+    included; 3x3 filters, its one-pass branch, drawn half the time), wider rows, and the
+    largest products."""
     x, w, bias, p, quant, _ = case
     x = np.concatenate([x] * wide, axis=2)  # wider rows: out_w up to ~75
     if extreme:
