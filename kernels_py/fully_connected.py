@@ -214,20 +214,23 @@ def _vec_mat_mult(
     lhs_terms = np.empty(rows, np.int64)
     for n in range(rows):
         lhs_sum = np.int32(0)
-        for k in range(depth):
-            lhs_sum = np.int32(lhs_sum + np.int32(lhs[n, k]))
+        line = lhs[n]
+        for k in range(depth):  # int32 ufuncs: numba types a + b of two int32 as int64 (half the lanes)
+            lhs_sum = np.add(lhs_sum, np.int32(line[k]))
         lhs_terms[n] = np.int64(lhs_sum) * filter_offset
     for c in range(out_depth):
         term = np.int64(base[c])
+        weights = rhs[c]
         if input_offset != 0:
             row_sum = np.int32(0)
             for k in range(depth):
-                row_sum = np.int32(row_sum + np.int32(rhs[c, k]))
+                row_sum = np.add(row_sum, np.int32(weights[k]))
             term += input_offset * (np.int64(row_sum) + depth * filter_offset)
         for n in range(rows):
             acc = np.int32(0)
-            for k in range(depth):
-                acc = np.int32(acc + np.int32(lhs[n, k]) * np.int32(rhs[c, k]))
+            line = lhs[n]
+            for k in range(depth):  # int16 products (|x·w| <= 2^14, exact), int32 sum
+                acc = np.add(acc, np.int32(np.multiply(np.int16(line[k]), np.int16(weights[k]))))
             total = wrap_int32(np.int64(acc) + term + lhs_terms[n])
             value = wrap_int32(requantize(total, multipliers[c], shifts[c]) + output_offset)
             out[n, c] = clamp(value, act_min, act_max)
