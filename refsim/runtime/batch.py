@@ -207,11 +207,14 @@ def _execute(method, arrays, count, workers, progress, stacked) -> list[Any]:
 
 
 def _run_stacked(stacks: list[StackedMethod], arrays: list[Any], count: int, progress) -> list[np.ndarray]:
-    """Chunks of `StackedMethod.size` samples claimed by the runners. The first chunk runs on this
-    thread and is timed: below `PARALLEL_MIN_SECONDS` a chunk is too short for a second thread to
-    pay (each op's Python between the GIL-free kernels hands the GIL back and forth: AD's chunks ran
-    2.6x slower on two threads than on one), so the rest runs here too. Which thread runs a chunk
-    cannot move a bit (the module docstring)."""
+    """Chunks of `StackedMethod.size` samples claimed by the runners. Below `PARALLEL_MIN_SECONDS` a
+    chunk is too short for a second thread to pay (each op's Python between the GIL-free kernels
+    hands the GIL back and forth: AD's chunks ran 2.6x slower on two threads than on one), so every
+    chunk runs on this thread. How long a chunk takes is measured on the first call (its first chunk
+    runs alone) and kept on the runner (`StackedMethod.chunk_seconds`, the fastest chunk seen since):
+    later calls start every runner at once (a batch of four chunks on two threads: two chunk-times,
+    not the three of a timed first chunk then the rest). Which thread runs a chunk cannot move a bit (the module
+    docstring)."""
     size = stacks[0].size
     results = [np.empty((count, *o.sizes), o.dtype) for o in stacks[0].method.outputs]
     claimed = 0
@@ -225,12 +228,18 @@ def _run_stacked(stacks: list[StackedMethod], arrays: list[Any], count: int, pro
             return (start, claimed) if start < count else None
 
     def run(stack: StackedMethod, start: int, stop: int) -> None:
+        started = time.perf_counter()
         chunk = [a[start:stop] for a in arrays]
         if stop - start < size:  # a short last chunk: fill the stack with copies of its last sample
             fill = size - (stop - start)
             chunk = [np.concatenate([c, np.repeat(c[-1:], fill, axis=0)]) for c in chunk]
         for k, out in enumerate(stack.run(chunk)):
             results[k][start:stop] = out[: stop - start]
+        seconds = (
+            time.perf_counter() - started
+        )  # the fastest chunk seen: a first call's warm-up does not stick
+        if stacks[0].chunk_seconds is None or seconds < stacks[0].chunk_seconds:
+            stacks[0].chunk_seconds = seconds
         if progress is not None:
             progress(stop - start)
 
@@ -238,12 +247,12 @@ def _run_stacked(stacks: list[StackedMethod], arrays: list[Any], count: int, pro
         while (span := claim()) is not None:
             run(stack, *span)
 
-    first = claim()
-    if first is None:
-        return results
-    started = time.perf_counter()
-    run(stacks[0], *first)
-    if len(stacks) == 1 or time.perf_counter() - started < PARALLEL_MIN_SECONDS:
+    if stacks[0].chunk_seconds is None:  # the first call: time a chunk alone
+        first = claim()
+        if first is None:
+            return results
+        run(stacks[0], *first)
+    if len(stacks) == 1 or stacks[0].chunk_seconds < PARALLEL_MIN_SECONDS:
         work(stacks[0])
     else:
         with ThreadPoolExecutor(len(stacks), thread_name_prefix="refsim-stack") as pool:

@@ -150,6 +150,8 @@ class StackedMethod:
 
     def __init__(self, method: Method, size: int) -> None:
         self.method, self.size = method, size
+        #: The fastest `run` refsim.runtime.batch has timed, in seconds (None until then).
+        self.chunk_seconds: float | None = None
         self.arenas = [np.zeros(len(a) * size, np.uint8) for a in method.arenas]
         self._refs: dict[int, TensorRef] = {}
         self.inputs = [self._stacked(t) for t in method.inputs]
