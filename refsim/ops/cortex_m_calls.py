@@ -127,15 +127,17 @@ def _dry_run(a: Args, fn: Callable[..., np.ndarray], *operands: Any) -> np.ndarr
 class _Plan:
     """One call, prepared: ``fn(*operands)`` computes the output, copied into ``dst`` (unless ``dst`` is
     None: the kernel writes in place). ``watch`` are the tensor arguments whose arena views the operands
-    hold; a MoveCall that rebinds one makes the plan stale."""
+    hold; a MoveCall that rebinds one makes the plan stale. ``stacked``: another ``(fn, operands)`` of
+    the same call for refsim.runtime.stack to run on many samples' rows (None: ``fn`` serves both)."""
 
-    __slots__ = ("args", "dst", "fn", "operands", "slots", "watch")
+    __slots__ = ("args", "dst", "fn", "operands", "slots", "stacked", "watch")
 
-    def __init__(self, args, fn, operands, dst, watch):
+    def __init__(self, args, fn, operands, dst, watch, stacked=None):
         # A jit kernel is resolved once to the machine code for these operands' types (AOT or numba's
         # dispatcher): the operands are the same arrays at every call, so their types cannot change.
         fn = resolve(fn, *operands)
         self.args, self.fn, self.operands, self.dst, self.watch = args, fn, operands, dst, watch
+        self.stacked = stacked
         # positions in the bound values, so that the per-run check reads no attribute by name
         self.slots = tuple((args._names.index(name), ref) for name, ref in watch)
 

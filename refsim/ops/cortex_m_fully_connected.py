@@ -160,10 +160,17 @@ def _linear_prepare(a: Args) -> _Plan:
     call = _linear_call(a)
     dst = _view(a.out, (call.rows, call.channels))
     fn, operands = _linear_operands(a, call, cortex_m_calls.CHECKED, dst)
-    in_place = fn is gemm.fully_connected_rows  # writes dst itself
-    return _Plan(
-        a, fn, operands, None if in_place else dst, _watch(a, "input", "weights", "bias", "kernel_sum", "out")
-    )
+    watch = _watch(a, "input", "weights", "bias", "kernel_sum", "out")
+    if fn is not gemm.fully_connected_rows:
+        return _Plan(a, fn, operands, dst, watch)
+    if call.rows >= gemm.FC_GEMM_ROWS:
+        return _Plan(a, fn, operands, None, watch)  # writes dst itself
+    # A row or few (a single run): the vector loop fully_connected_rows would pick, called without
+    # its Python wrapper (~1 us a layer of AD's ~3); a stacked run keeps the wrapper, whose GEMM
+    # takes the stacked rows.
+    x, w, _, _, base, offset, out_offset, mult, shift, low, high, out = operands
+    direct = (x, w, base, offset, 0, mult, shift, out_offset, low, high, out)
+    return _Plan(a, kfc._vec_mat_mult, direct, None, watch, stacked=(fn, operands))
 
 
 @register(LINEAR, kernel="arm_fully_connected_s8")

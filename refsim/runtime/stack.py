@@ -200,8 +200,9 @@ class StackedMethod:
         a = call.args
         if call.op.name in _PLANNED:
             plan = a.state
-            operands = tuple(self._operand(call, x) for x in plan.operands)
-            return plan.fn, (operands, self._operand(call, plan.dst))
+            fn, operands = plan.stacked or (plan.fn, plan.operands)
+            operands = tuple(self._operand(call, x) for x in operands)
+            return fn, (operands, self._operand(call, plan.dst))
         values = [
             self._stacked(v) if isinstance(v, TensorRef) else v
             for v in (a._values[i] for i in range(len(a._names)))
