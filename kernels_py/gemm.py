@@ -332,10 +332,13 @@ def _convolve_integer(matmul, zero_point, input, weight_t, table, output_offset,
     """`convolve_gemm` on the installed integer product (module docstring), into ``flat`` [rows, C_OUT]."""
     rows, depth = flat.shape[0], weight_t.shape[0]
     extent = _padded_extent(input, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, k_h, k_w, out_h, out_w)
+    # no padding anywhere (a 1x1 stride-2 shortcut): im2col reads the input itself and the block is
+    # biased after it, instead of biasing a copy of the whole input of which it reads a part
+    unpadded = extent is not None and pad_h == pad_w == 0 and extent == tuple(input.shape[1:3])
     if extent is None:
         pixels = input.reshape(rows, depth)
     else:
-        image = _padded_u8(input, zero_point, pad_h, pad_w, *extent)
+        image = input.view(np.uint8) if unpadded else _padded_u8(input, zero_point, pad_h, pad_w, *extent)
         col = np.empty((min(INTEGER_BLOCK_ROWS, rows), depth), np.uint8)
         # im2col moves whole channel runs: as 2-, 4- or 8-byte words when C_IN allows (the same bytes)
         word = next(
@@ -363,6 +366,8 @@ def _convolve_integer(matmul, zero_point, input, weight_t, table, output_offset,
                 r0,
                 col_words[: r1 - r0],
             )
+            if unpadded:
+                np.bitwise_xor(block, np.uint8(0x80), out=block)  # x + 128, as _padded_u8 gives it
         _integer_rows(
             matmul, block, zero_point, weight_t, table, output_offset, act_min, act_max, flat[r0:r1]
         )
