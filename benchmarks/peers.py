@@ -319,7 +319,7 @@ def render(rows: dict[str, dict], batches: list[int], cpu: bool = False) -> str:
         best = min([v for v in batched if v is not None], default=None)
         ratio = f"{best / lite:.1f}x" if best and lite else "-"
         spread = row.get("batched_over_litert_per_round", [])
-        if len(spread) > 1:
+        if len(spread) > 1 and not cpu:  # the rounds' wall-time ratios
             ratio += f" ({min(spread):.1f}-{max(spread):.1f})"
         ratio_ref = f"{single / ref:.2f}x" if single and ref else "-"
         rss = "/".join(
