@@ -223,7 +223,7 @@ def _requantize_rows(parts, table, output_offset, act_min, act_max, out):
         for p in range(1, n_parts):
             part = sums[p, base : base + n]
             for j in range(n):
-                run[j] = np.int32(run[j] + np.int32(part[j]))
+                run[j] = np.add(run[j], np.int32(part[j]))
         dst = flat[base : base + n]
         for j in range(n):  # inlined: a kernel call per run costs more than it on narrow layers
             v = np.left_shift(np.add(run[j], bias[j]), left[j])
