@@ -127,32 +127,41 @@ def _im2col(image, k_h, k_w, stride_h, stride_w, dil_h, dil_w, out_h, out_w, row
     tap (ky, kx) of output pixel ``row0 + r = (b·out_h + oy)·out_w + ox``. Without dilation the k_w taps
     of a kernel row are one contiguous run of the image row.
 
-    Flat indices advanced by steps, and each run copied through views indexed from 0: what LLVM
-    compiles to a tight copy (2-D indexing recomputed per element ran at half the speed)."""
+    A segment of an output row at a time, per kernel row: one view of the image row it reads and one
+    of the rows of ``col`` it fills, indexed inside with unsigned offsets. numba checks a signed index
+    for wrap-around (``a[-1]``), which keeps LLVM from vectorising the copy; views per run (six per
+    output pixel of a 3x3 layer) cost 1.4-1.7x this, 2-D indexing recomputed per element 3x."""
     height, width, in_c = image.shape[1], image.shape[2], image.shape[3]
-    run = k_w * in_c if dil_w == 1 else in_c  # words copied together
-    runs = k_w if dil_w != 1 else 1
-    depth = col.shape[1]
-    pixels = image.reshape(-1)  # flat: no 2-D index arithmetic inside the loop
+    rows, depth = col.shape
+    pixels = image.reshape(-1)
     flat = col.reshape(-1)
-    pitch = dil_h * width * in_c  # from one kernel row's taps to the next
-    tap_step = dil_w * in_c  # from one dilated tap to the next, in a kernel row
+    run = k_w * in_c if dil_w == 1 else in_c  # words copied together
+    u_run, u_runs = np.uint64(run), np.uint64(k_w)
+    u_step, u_depth, u_tap = np.uint64(stride_w * in_c), np.uint64(depth), np.uint64(dil_w * in_c)
+    span = (k_w - 1) * dil_w * in_c + in_c  # the words one output pixel's kernel row reads
     b, rest = divmod(row0, out_h * out_w)
     oy, ox = divmod(rest, out_w)
-    for r in range(col.shape[0]):
-        start = ((b * height + oy * stride_h) * width + ox * stride_w) * in_c
-        d = r * depth
-        for _ky in range(k_h):
-            s = start
-            for _kx in range(runs):
-                src = pixels[s : s + run]
-                dst = flat[d : d + run]
-                for i in range(run):
-                    dst[i] = src[i]
-                s += tap_step
-                d += run
-            start += pitch
-        ox += 1  # the next output pixel, without a division per row
+    r = 0
+    while r < rows:
+        n = min(out_w - ox, rows - r)  # the output row's pixels left in this block
+        for ky in range(k_h):
+            s0 = ((b * height + oy * stride_h + ky * dil_h) * width + ox * stride_w) * in_c
+            src = pixels[s0 : s0 + (n - 1) * stride_w * in_c + span]
+            d0 = r * depth + ky * k_w * in_c
+            dst = flat[d0 : d0 + (n - 1) * depth + k_w * in_c]
+            if dil_w == 1:  # one run per pixel (a loop over one run here ran at half the speed)
+                for x in range(np.uint64(n)):
+                    at, to = x * u_step, x * u_depth
+                    for i in range(u_run):
+                        dst[to + i] = src[at + i]
+            else:
+                for x in range(np.uint64(n)):
+                    at, to = x * u_step, x * u_depth
+                    for kx in range(u_runs):
+                        for i in range(u_run):
+                            dst[to + kx * u_run + i] = src[at + kx * u_tap + i]
+        r += n
+        ox += n
         if ox == out_w:
             ox = 0
             oy += 1
