@@ -185,8 +185,10 @@ def _add_table(scalars: tuple) -> np.ndarray:
 
 
 @jit
-def _look_up_pairs(a, b, table):
-    out = np.empty(a.shape[0], np.int8)
+def _look_up_pairs(a, b, table, out):
+    """``out[i] = table[(a[i] + 128)·256 + b[i] + 128]``, into ``out`` (None: a new array)."""
+    if out is None:
+        out = np.empty(a.shape[0], np.int8)
     for i in range(a.shape[0]):
         out[i] = table[(np.int32(a[i]) + 128) * 256 + np.int32(b[i]) + 128]
     return out
@@ -236,6 +238,7 @@ def elementwise_add_s8(
     out_shift: int,
     out_activation_min: int,
     out_activation_max: int,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """``arm_elementwise_add_s8`` (``Source/BasicMathFunctions/arm_elementwise_add_s8.c``).
 
@@ -246,12 +249,17 @@ def elementwise_add_s8(
     shifts and the sum wrap as int32. TFLM prepares ``left_shift = 20``. Subtraction is
     this function with ``input_2_mult`` negated (what ExecuTorch 1.5's cortex_m pass does
     for ``aten.sub``); the negation is exact, so ``x - y`` rounds like ``x + (-y)``.
-    Inputs broadcast as the module docstring says.
+    Inputs broadcast as the module docstring says. ``out``: a C-contiguous int8 array of the
+    output's size that the result is written into where the table serves the add (a prepared op's
+    arena view: no copy of a fresh array); whatever is returned is the result.
     """
     input_1, input_2, shape, scalars = _prepare_add(input_1, input_2, locals())
     a, b = _flat_pair(input_1, input_2, shape)
     if a.shape[0] >= ADD_TABLE_MIN_ELEMENTS:
-        return _look_up_pairs(a, b, _add_table(scalars)).reshape(shape)
+        into = (
+            out.reshape(-1) if out is not None and out.flags.c_contiguous and out.size == a.shape[0] else None
+        )
+        return _look_up_pairs(a, b, _add_table(scalars), into).reshape(shape)
     return _add_kernel(a, b, *scalars).reshape(shape)
 
 

@@ -211,6 +211,7 @@ def quantized_add(a: Args) -> None:
     ``_get_add_replacement``). Equal sizes, or a channel broadcast of a channels-only operand.
     """
     x, y = binary_operands(a)
+    out = flat(a.out)
     result = elementwise.elementwise_add_s8(
         x,
         y,
@@ -226,8 +227,10 @@ def quantized_add(a: Args) -> None:
         out_shift=a.output_shift,
         out_activation_min=a.activation_min,
         out_activation_max=a.activation_max,
+        out=out,
     )
-    flat(a.out)[...] = result.reshape(-1)
+    if not np.may_share_memory(result, out):  # else the table path wrote it in place
+        out[...] = result.reshape(-1)
 
 
 @quantized_add.validator
