@@ -364,31 +364,18 @@ def _depthwise_rows_kernel(
                         np.int32(np.multiply(r22[j], t22[j])),
                     )
                     sums[j] = np.add(np.add(top, mid), low3)
-                k_rows = 0  # nothing left for the passes below
+                k_rows = 0  # nothing left for the per-tap passes below
             else:
                 sums[:] = 0
                 k_rows = k_h
             for ky in range(k_rows):
                 y = oy * stride_h + ky * dil_h
-                kx = 0
-                while kx + 3 <= k_w:  # three taps a pass: a third of the stores to `sums` (what bounds it)
-                    s0, s1, s2 = kx * dil_w, (kx + 1) * dil_w, (kx + 2) * dil_w
-                    run0 = image[s0 % stride_w, y, s0 // stride_w * c : s0 // stride_w * c + length]
-                    run1 = image[s1 % stride_w, y, s1 // stride_w * c : s1 // stride_w * c + length]
-                    run2 = image[s2 % stride_w, y, s2 // stride_w * c : s2 // stride_w * c + length]
-                    t0, t1, t2 = row_taps[ky, kx], row_taps[ky, kx + 1], row_taps[ky, kx + 2]
-                    for j in range(length):  # int32 ufuncs: 32-bit lanes, wrapping as the Arm accumulator
-                        p0, p1 = np.int32(np.multiply(run0[j], t0[j])), np.int32(np.multiply(run1[j], t1[j]))
-                        three = np.add(np.add(p0, p1), np.int32(np.multiply(run2[j], t2[j])))
-                        sums[j] = np.add(sums[j], three)
-                    kx += 3
-                while kx < k_w:
+                for kx in range(k_w):  # one tap a pass (the 3x3 branch above serves the common filter)
                     s0 = kx * dil_w
                     run0 = image[s0 % stride_w, y, s0 // stride_w * c : s0 // stride_w * c + length]
                     t0 = row_taps[ky, kx]
-                    for j in range(length):
+                    for j in range(length):  # int16 products (exact), int32 sums (wrapping as the Arm's)
                         sums[j] = np.add(sums[j], np.int32(np.multiply(run0[j], t0[j])))
-                    kx += 1
             out = output[b, oy].reshape(-1)
             for j in range(length):  # gemm._requantize_rows' int32-lane steps
                 v = np.left_shift(np.add(sums[j], bias[j]), left[j])

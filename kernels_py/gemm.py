@@ -182,7 +182,7 @@ def requantize_table(bias, multiplier, shift) -> np.ndarray:
     return np.ascontiguousarray(np.stack([bias, multiplier, np.maximum(shift, 0), right, mask, mask >> 1]))
 
 
-#: `_requantize_rows` runs over whole rows at least this many lanes at a time (module docstring).
+#: `_requantize_rows` runs over whole rows at least this many lanes at a time (its docstring).
 REQUANTIZE_LANES = 256
 
 
@@ -403,10 +403,20 @@ def fully_connected_rows(input, weight, weight_t, table, base, input_offset, out
     `conv_filter_matrix`). Rows are independent."""
     if input.shape[0] < FC_GEMM_ROWS:
         _vec_mat_mult(
-            input, weight, base, input_offset, 0, multipliers, shifts, output_offset, act_min, act_max, out
-        )
+            *vector_loop_operands(
+                input, weight, weight_t, table, base, input_offset, output_offset,
+                multipliers, shifts, act_min, act_max, out,
+            )
+        )  # fmt: skip
         return
     _fully_connected_gemm_into(input, weight_t, table, input_offset, output_offset, act_min, act_max, out)
+
+
+def vector_loop_operands(input, weight, weight_t, table, base, input_offset, output_offset,
+                         multipliers, shifts, act_min, act_max, out) -> tuple:  # fmt: skip
+    """`fully_connected_rows`' operands as fully_connected's vector loop takes them (what it calls below
+    `FC_GEMM_ROWS` rows; a one-row plan calls the loop directly with these)."""
+    return (input, weight, base, input_offset, 0, multipliers, shifts, output_offset, act_min, act_max, out)
 
 
 def _fully_connected_gemm_into(

@@ -168,8 +168,7 @@ def _linear_prepare(a: Args) -> _Plan:
     # A row or few (a single run): the vector loop fully_connected_rows would pick, called without
     # its Python wrapper (~1 us a layer of AD's ~3); a stacked run keeps the wrapper, whose GEMM
     # takes the stacked rows.
-    x, w, _, _, base, offset, out_offset, mult, shift, low, high, out = operands
-    direct = (x, w, base, offset, 0, mult, shift, out_offset, low, high, out)
+    direct = gemm.vector_loop_operands(*operands)
     return _Plan(a, kfc._vec_mat_mult, direct, None, watch, stacked=(fn, operands))
 
 
